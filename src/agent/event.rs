@@ -1,0 +1,58 @@
+//! What the turn loop tells the outside world while it runs, and the [`EventSink`] seam it tells it through.
+//! The `acp` layer turns these into `session/update` notifications.
+//!
+//! Owns the vocabulary of user-visible progress. Must not know about ACP types.
+
+use serde_json::Value;
+
+use crate::display::{Content, Location, Presentation};
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Completed,
+    Failed,
+}
+
+/// One user-visible step of a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    /// Streamed assistant text; chunks with the same `message_id` belong to one message.
+    MessageChunk { message_id: String, text: String },
+    /// Streamed reasoning text.
+    ThoughtChunk { message_id: String, text: String },
+    /// A tool call was requested (it may still wait for permission).
+    ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
+    /// Permission was granted and the tool is running.
+    ToolCallRunning { call_id: String },
+    /// Incremental output of a running tool (only the new part).
+    ToolCallOutput { call_id: String, text: String },
+    /// The tool call is over.
+    ToolCallFinished {
+        call_id: String,
+        status: ToolStatus,
+        output: String,
+        display: Vec<Content>,
+        locations: Vec<Location>,
+        raw_output: Value,
+    },
+}
+
+/// Where a turn's events go. Implementations must not block: they enqueue and return.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: AgentEvent);
+}
+
+/// A sink that keeps every event; used by tests and by headless callers that inspect the transcript.
+#[derive(Default)]
+pub struct Recorder {
+    pub events: std::sync::Mutex<Vec<AgentEvent>>,
+}
+
+impl EventSink for Recorder {
+    fn emit(&self, event: AgentEvent) {
+        if let Ok(mut events) = self.events.lock() {
+            events.push(event);
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! The agent: the turn loop (model request → tool calls → results → …), the conversation history and its
+//! invariant, the system prompt, and the events a turn emits.
+//!
+//! Knows nothing about ACP. Depends on `llm`, `tool`, `permission`, `bus` and `config`.
+
+pub mod event;
+pub mod history;
+pub mod system_prompt;
+pub mod turn;
+
+pub use event::{AgentEvent, EventSink, ToolStatus};
+pub use turn::{Conversation, StopReason, Turn, TurnError};

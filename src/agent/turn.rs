@@ -1,0 +1,361 @@
+//! One prompt turn: call the model, run the tool calls it asks for, feed the results back, and repeat until
+//! the model answers without tool calls, the request cap is reached, the output limit stops it, or the user
+//! cancels.
+//!
+//! Owns the loop and the history invariant during a turn. Must not know about ACP; everything the user sees
+//! leaves through [`EventSink`].
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::event::{AgentEvent, EventSink, ToolStatus};
+use super::history::History;
+use super::system_prompt;
+use crate::bus::Bus;
+use crate::config::Config;
+use crate::display::{Kind, Presentation};
+use crate::llm::repair::{self, Fix};
+use crate::llm::{
+    Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
+};
+use crate::permission;
+use crate::tool::{self, Context, Progress, Registry, invalid};
+
+/// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    MaxTurnRequests,
+    Refusal,
+    Cancelled,
+}
+
+/// Why a turn could not finish. Handled by the ACP layer, which answers the prompt with an error carrying
+/// [`TurnError::user_message`]; the session stays usable for the next prompt.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TurnError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+}
+
+impl TurnError {
+    pub fn user_message(&self) -> String {
+        match self {
+            TurnError::Llm(e) => e.user_message(),
+        }
+    }
+}
+
+/// The text a model gets when its tool call was cut off by the output limit.
+pub const CUT_OFF: &str = "Your tool call was cut off at the output token limit (max_tokens) before its arguments were complete, so it was not run. Resend it with smaller arguments (for example, split a large write into several edits).";
+
+/// A session's conversation plus the tool call ids already shown to the user (they must be unique per session).
+#[derive(Debug, Default)]
+pub struct Conversation {
+    pub history: History,
+    shown_ids: HashSet<String>,
+}
+
+impl Conversation {
+    /// An id for the user-facing tool call: the provider's id unless the session already used it.
+    fn ui_call_id(&mut self, provider_id: &str) -> String {
+        let mut id = provider_id.to_string();
+        let mut n = 1;
+        while self.shown_ids.contains(&id) {
+            n += 1;
+            id = format!("{provider_id}-{n}");
+        }
+        self.shown_ids.insert(id.clone());
+        id
+    }
+}
+
+/// Everything one turn needs.
+pub struct Turn<'a> {
+    pub session_id: &'a str,
+    pub cwd: &'a Path,
+    pub config: &'a Config,
+    pub model: &'a dyn ModelClient,
+    pub registry: &'a Registry,
+    pub sink: Arc<dyn EventSink>,
+    pub perms: Option<Arc<permission::Service>>,
+    pub bus: &'a Bus,
+    pub cancel: CancellationToken,
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Make provider ids unique within one response (some local servers repeat `call_0`).
+fn dedupe_ids(calls: &mut [ToolCall]) {
+    let mut seen = HashSet::new();
+    for call in calls.iter_mut() {
+        let base = call.id.clone();
+        let mut n = 1;
+        while !seen.insert(call.id.clone()) {
+            n += 1;
+            call.id = format!("{base}_{n}");
+        }
+    }
+}
+
+/// A call ready to run: the tool to route it to, its arguments, and what repair did.
+struct Prepared {
+    tool: String,
+    args: Value,
+    fixes: Vec<Fix>,
+}
+
+fn prepare(call: &ToolCall, cut_off: bool) -> Prepared {
+    match repair::repair_arguments(&call.arguments) {
+        Ok((args, fixes)) => Prepared { tool: call.name.clone(), args, fixes },
+        Err(error) => {
+            let error = if cut_off { CUT_OFF.to_string() } else { error };
+            Prepared {
+                tool: invalid::ID.into(),
+                args: invalid::args(&call.name, &error, &call.arguments),
+                fixes: Vec::new(),
+            }
+        }
+    }
+}
+
+impl Turn<'_> {
+    fn tool_specs(&self) -> Vec<ToolSpec> {
+        self.registry
+            .model_tools()
+            .iter()
+            .map(|d| ToolSpec {
+                name: d.id.clone(),
+                description: d.description.clone(),
+                parameters: d.parameters.clone(),
+            })
+            .collect()
+    }
+
+    /// Run the turn for `input` on `conversation`.
+    pub async fn run(
+        &self,
+        conversation: &mut Conversation,
+        input: Vec<UserPart>,
+    ) -> Result<StopReason, TurnError> {
+        conversation.history.push_user(input);
+        let system = system_prompt::build(self.cwd, SystemTime::now());
+        let tools = self.tool_specs();
+        let mut requests = 0;
+        loop {
+            if self.cancel.is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+            if requests == self.config.max_turn_requests {
+                return Ok(StopReason::MaxTurnRequests);
+            }
+            requests += 1;
+            let request = Request {
+                model: self.config.model.clone(),
+                system: system.clone(),
+                messages: conversation.history.messages().to_vec(),
+                tools: tools.clone(),
+                max_output_tokens: self.config.max_output_tokens,
+            };
+            let mut response = match self.call_model(&request, &mut conversation.history).await? {
+                Some(response) => response,
+                None => return Ok(StopReason::Cancelled),
+            };
+            dedupe_ids(&mut response.tool_calls);
+            if let Some(stop) = self.record_response(&response, &mut conversation.history) {
+                return Ok(stop);
+            }
+            let cut_off = response.finish == FinishReason::Length;
+            for call in &response.tool_calls {
+                let content = self.run_call(conversation, call, cut_off).await;
+                conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
+            }
+            if self.cancel.is_cancelled() {
+                return Ok(StopReason::Cancelled);
+            }
+        }
+    }
+
+    /// Stream one model response. `Ok(None)` means the turn was cancelled; whatever text already reached
+    /// the user is kept in the history.
+    async fn call_model(
+        &self,
+        request: &Request,
+        history: &mut History,
+    ) -> Result<Option<Response>, TurnError> {
+        let message_id = new_id("msg");
+        let thought_id = new_id("thought");
+        let shown = Mutex::new(String::new());
+        let sink = self.sink.clone();
+        let on_delta = |delta: Delta| match delta {
+            Delta::Text(text) => {
+                if let Ok(mut shown) = shown.lock() {
+                    shown.push_str(&text);
+                }
+                sink.emit(AgentEvent::MessageChunk { message_id: message_id.clone(), text });
+            }
+            Delta::Reasoning(text) => {
+                sink.emit(AgentEvent::ThoughtChunk { message_id: thought_id.clone(), text })
+            }
+        };
+        let result = self.model.stream(request, &on_delta, &self.cancel).await;
+        let partial = shown.into_inner().unwrap_or_default();
+        let keep_partial = |history: &mut History| {
+            if !partial.is_empty() {
+                history.push(Message::Assistant {
+                    text: partial.clone(),
+                    reasoning: None,
+                    tool_calls: Vec::new(),
+                });
+            }
+        };
+        match result {
+            Ok(response) => {
+                if response.text.is_empty()
+                    && let Some(refusal) = &response.refusal
+                {
+                    self.sink.emit(AgentEvent::MessageChunk { message_id, text: refusal.clone() });
+                }
+                Ok(Some(response))
+            }
+            Err(LlmError::Cancelled) => {
+                keep_partial(history);
+                Ok(None)
+            }
+            Err(error) => {
+                keep_partial(history);
+                Err(error.into())
+            }
+        }
+    }
+
+    /// Add the response to the history; returns the stop reason when the turn ends here.
+    fn record_response(&self, response: &Response, history: &mut History) -> Option<StopReason> {
+        let text = match (&response.refusal, response.text.is_empty()) {
+            (Some(refusal), true) => refusal.clone(),
+            _ => response.text.clone(),
+        };
+        history.push(Message::Assistant {
+            text,
+            reasoning: response.reasoning.clone(),
+            tool_calls: response.tool_calls.clone(),
+        });
+        if response.finish == FinishReason::ContentFilter
+            || (response.refusal.is_some() && response.tool_calls.is_empty())
+        {
+            return Some(StopReason::Refusal);
+        }
+        if response.tool_calls.is_empty() {
+            return Some(if response.finish == FinishReason::Length {
+                StopReason::MaxTokens
+            } else {
+                StopReason::EndTurn
+            });
+        }
+        None
+    }
+
+    fn presentation(&self, tool: &str, args: &Value) -> Presentation {
+        match self.registry.resolve(tool) {
+            Some(def) => (def.present)(args, self.cwd),
+            None => Presentation {
+                title: format!("Unknown tool `{tool}`"),
+                kind: Kind::Other,
+                ..Presentation::default()
+            },
+        }
+    }
+
+    fn context(&self, ui_id: &str) -> Context {
+        let sink = self.sink.clone();
+        let call_id = ui_id.to_string();
+        Context {
+            session_id: self.session_id.to_string(),
+            call_id: ui_id.to_string(),
+            directory: self.cwd.to_path_buf(),
+            perms: self.perms.clone(),
+            bus: self.bus.clone(),
+            subagent_depth: 0,
+            after_hook: None,
+            cancel: self.cancel.clone(),
+            output_dir: self.config.data_dir.join("tool-output"),
+            progress: Some(Arc::new(move |progress| {
+                sink.emit(match progress {
+                    Progress::Running => AgentEvent::ToolCallRunning { call_id: call_id.clone() },
+                    Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: call_id.clone(), text },
+                })
+            })),
+        }
+    }
+
+    /// Run one tool call and return the result text for the model.
+    async fn run_call(&self, conversation: &mut Conversation, call: &ToolCall, cut_off: bool) -> String {
+        if self.cancel.is_cancelled() {
+            return tool::Outcome::cancelled().output;
+        }
+        let prepared = prepare(call, cut_off);
+        let ui_id = conversation.ui_call_id(&call.id);
+        self.sink.emit(AgentEvent::ToolCallStarted {
+            call_id: ui_id.clone(),
+            tool: prepared.tool.clone(),
+            presentation: self.presentation(&prepared.tool, &prepared.args),
+            raw_input: prepared.args.clone(),
+        });
+        let outcome = self.registry.execute(&prepared.tool, self.context(&ui_id), prepared.args).await;
+        let output = if prepared.fixes.is_empty() {
+            outcome.output
+        } else {
+            let notes: Vec<&str> = prepared.fixes.iter().map(|f| f.describe()).collect();
+            format!("<repair_note>{}</repair_note>\n{}", notes.join("; "), outcome.output)
+        };
+        let raw_output =
+            if outcome.metadata.is_null() { json!({"output": output}) } else { outcome.metadata };
+        self.sink.emit(AgentEvent::ToolCallFinished {
+            call_id: ui_id,
+            status: if outcome.is_error { ToolStatus::Failed } else { ToolStatus::Completed },
+            output: output.clone(),
+            display: outcome.display,
+            locations: outcome.locations,
+            raw_output,
+        });
+        output
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_provider_ids_get_unique_suffixes_within_a_response_and_a_session() {
+        let call = |id: &str| ToolCall { id: id.into(), name: "read".into(), arguments: "{}".into() };
+        let mut calls = vec![call("call_0"), call("call_0"), call("call_1")];
+        dedupe_ids(&mut calls);
+        let ids: Vec<&str> = calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, vec!["call_0", "call_0_2", "call_1"]);
+
+        let mut conversation = Conversation::default();
+        assert_eq!(conversation.ui_call_id("call_0"), "call_0");
+        assert_eq!(conversation.ui_call_id("call_0"), "call_0-2");
+        assert_eq!(conversation.ui_call_id("call_0"), "call_0-3");
+    }
+
+    #[test]
+    fn unparseable_arguments_are_routed_to_the_invalid_tool_and_cut_off_calls_say_so() {
+        let call = ToolCall { id: "c".into(), name: "read".into(), arguments: "{\"file_path\": \"/a".into() };
+        let prepared = prepare(&call, false);
+        assert_eq!(prepared.tool, "invalid");
+        assert_eq!(prepared.args["original_name"], "read");
+        assert_eq!(prepared.args["error"], "invalid JSON: EOF while parsing a string at line 1 column 17");
+        let prepared = prepare(&call, true);
+        assert_eq!(prepared.args["error"], CUT_OFF);
+    }
+}

@@ -1,0 +1,89 @@
+//! The in-process event bus: tools and the turn loop publish what happened; observers (the ACP relay, tests,
+//! future plugins) subscribe. Fire-and-forget: publishing never blocks and never fails when nobody listens.
+//!
+//! Owns the event vocabulary. Must not know who listens.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+/// Everything the core announces. Names follow the seed's dotted event names (see [`Event::name`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// `tool.execute.before`: permission was granted and the tool is about to run.
+    ToolExecuteBefore { session_id: String, call_id: String, tool: String, args: Value },
+    /// `tool.execute.after`: the tool finished (successfully or not).
+    ToolExecuteAfter { session_id: String, call_id: String, tool: String, success: bool },
+    /// `file.modified`: a tool wrote, created, moved or deleted a file.
+    FileModified { session_id: String, call_id: String, path: PathBuf, operation: String },
+}
+
+impl Event {
+    /// The seed's name for the event.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ToolExecuteBefore { .. } => "tool.execute.before",
+            Event::ToolExecuteAfter { .. } => "tool.execute.after",
+            Event::FileModified { .. } => "file.modified",
+        }
+    }
+}
+
+/// A cheap, cloneable handle to one broadcast channel.
+#[derive(Clone)]
+pub struct Bus {
+    tx: broadcast::Sender<Event>,
+}
+
+impl Default for Bus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Bus {
+    /// Slow subscribers lose the oldest events rather than blocking publishers.
+    const CAPACITY: usize = 1024;
+
+    pub fn new() -> Self {
+        let (tx, _) = broadcast::channel(Self::CAPACITY);
+        Self { tx }
+    }
+
+    pub fn publish(&self, event: Event) {
+        tracing::trace!(event = event.name(), "bus");
+        // An error only means nobody is subscribed right now.
+        let _ = self.tx.send(event);
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.tx.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn subscribers_receive_events_published_after_they_subscribe() {
+        let bus = Bus::new();
+        bus.publish(Event::ToolExecuteAfter {
+            session_id: "s".into(),
+            call_id: "c0".into(),
+            tool: "read".into(),
+            success: true,
+        });
+        let mut rx = bus.subscribe();
+        let event = Event::ToolExecuteBefore {
+            session_id: "s".into(),
+            call_id: "c1".into(),
+            tool: "read".into(),
+            args: serde_json::json!({"file_path": "/a"}),
+        };
+        bus.publish(event.clone());
+        assert_eq!(rx.recv().await.unwrap(), event);
+        assert!(rx.try_recv().is_err());
+    }
+}

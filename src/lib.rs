@@ -1,0 +1,37 @@
+//! tinycode: a coding agent that editors launch over stdio and drive through the Agent Client Protocol.
+//!
+//! # Architecture map
+//!
+//! ```text
+//! editor --(ACP JSON-RPC on stdio)--> acp --> session --> agent (turn loop) --> llm (streaming HTTP)
+//!                                                              \--> tool registry --> permission (asks go back
+//!                                                                                    out through acp's seams)
+//! ```
+//!
+//! | module       | owns |
+//! |--------------|------|
+//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `session`    | session lifetime, turn scheduling and cancellation; the seams the editor must provide |
+//! | `agent`      | the turn loop, history invariant, system prompt, agent events |
+//! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
+//! | `tool`       | the tool framework (Def, Registry, Context, execution flow, truncation) and the built-in tools |
+//! | `permission` | categories, rules, evaluation, the `Approver` seam |
+//! | `bus`        | the in-process event bus |
+//! | `config`     | environment and config files |
+//! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
+//!
+//! # Dependency rule
+//!
+//! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
+//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
+//! through small traits (`agent::EventSink`, `permission::Approver`) that `acp` implements.
+
+pub mod acp;
+pub mod agent;
+pub mod bus;
+pub mod config;
+pub mod display;
+pub mod llm;
+pub mod permission;
+pub mod session;
+pub mod tool;

@@ -1,0 +1,193 @@
+//! The `glob` tool (seed 000 §8.3): `**` patterns over a parallel, gitignore-aware walk; at most 1,000 files,
+//! newest first.
+//!
+//! Owns pattern matching on paths. Must not read file contents.
+
+use std::path::{Component, Path};
+
+use serde_json::{Value, json};
+
+use super::walk::{self, Found};
+use super::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
+use crate::display::{Kind, Location, Presentation};
+use crate::permission::Category;
+
+pub const ID: &str = "glob";
+/// Maximum paths returned.
+pub const MAX_GLOB_RESULTS: usize = 1_000;
+
+pub fn def() -> Def {
+    Def {
+        id: ID.into(),
+        description: include_str!("descriptions/glob.md").into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. **/*.rs"},
+                "path": {"type": "string", "description": "Directory to search (default: working directory)"}
+            },
+            "required": ["pattern"]
+        }),
+        permission: Some(Category::Read),
+        present,
+        execute: std::sync::Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
+    }
+}
+
+fn present(args: &Value, cwd: &Path) -> Presentation {
+    let pattern = args.get("pattern").and_then(Value::as_str).unwrap_or("");
+    let root = args.get("path").and_then(Value::as_str).map(|p| resolve_path(cwd, p));
+    let title = match &root {
+        Some(root) if root != cwd => format!("Find `{pattern}` in {}", root.display()),
+        _ => format!("Find `{pattern}`"),
+    };
+    let root = root.unwrap_or_else(|| cwd.to_path_buf());
+    Presentation {
+        title,
+        kind: Kind::Search,
+        locations: vec![Location::new(&root)],
+        patterns: vec![root.to_string_lossy().into_owned()],
+        content: Vec::new(),
+    }
+}
+
+/// A matcher for `pattern`, where `*` does not cross `/` but `**` does.
+pub fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| ToolError::retry(format!("invalid glob pattern `{pattern}`: {e}")))
+}
+
+/// How deep a pattern can reach: unlimited with `**`, otherwise its number of components.
+fn depth_of(pattern: &str) -> Option<usize> {
+    if pattern.contains("**") { None } else { Some(Path::new(pattern).components().count()) }
+}
+
+/// Turn an absolute pattern under `root` into a relative one.
+fn relative_pattern<'a>(pattern: &'a str, root: &Path) -> Result<&'a str, ToolError> {
+    if !Path::new(pattern).is_absolute() {
+        return Ok(pattern.strip_prefix("./").unwrap_or(pattern));
+    }
+    let root_str = root.to_string_lossy();
+    pattern
+        .strip_prefix(root_str.as_ref())
+        .map(|rest| rest.trim_start_matches('/'))
+        .filter(|rest| !rest.is_empty())
+        .ok_or_else(|| {
+            ToolError::retry(format!(
+                "absolute pattern `{pattern}` is not inside the search path {}; pass the directory as `path` and a relative pattern",
+                root.display()
+            ))
+        })
+}
+
+/// Check that a search root exists and is a directory.
+pub async fn check_dir(root: &Path) -> Result<(), ToolError> {
+    match tokio::fs::metadata(root).await {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ToolError::retry(format!("glob path must be a directory: {}", root.display()))),
+        Err(_) => Err(ToolError::retry(format!("Search path not found: {}", root.display()))),
+    }
+}
+
+fn format_results(mut found: Vec<Found>) -> String {
+    if found.is_empty() {
+        return "No files found".into();
+    }
+    walk::sort_newest_first(&mut found);
+    let total = found.len();
+    let mut out: Vec<String> =
+        found.iter().take(MAX_GLOB_RESULTS).map(|f| f.path.display().to_string()).collect();
+    if total > MAX_GLOB_RESULTS {
+        out.push(format!(
+            "\n(Results are truncated: showing the {MAX_GLOB_RESULTS} newest of {total} files. Consider using a more specific path or pattern.)"
+        ));
+    }
+    out.join("\n")
+}
+
+async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
+    let pattern = arg_str(&args, "pattern")?.trim();
+    if pattern.is_empty() {
+        return Err(ToolError::retry("pattern must not be empty"));
+    }
+    let root = match arg_opt_str(&args, "path")? {
+        Some(p) if !p.trim().is_empty() => ctx.resolve(p.trim()),
+        _ => ctx.directory.clone(),
+    };
+    check_dir(&root).await?;
+    let relative = relative_pattern(pattern, &root)?.to_string();
+    if Path::new(&relative).components().any(|c| c == Component::ParentDir) {
+        return Err(ToolError::retry("pattern must not contain `..`; pass the directory as `path` instead"));
+    }
+    let matcher = compile(&relative)?;
+    let depth = depth_of(&relative);
+    let cancel = ctx.cancel.clone();
+    let walk_root = root.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        walk::files(&walk_root, depth, &|rel| matcher.is_match(rel), &cancel)
+    })
+    .await
+    .map_err(|e| ToolError::execution(format!("search failed: {e}")))?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let count = found.len();
+    Ok(ToolOutput {
+        output: format_results(found),
+        metadata: json!({"count": count, "truncated": count > MAX_GLOB_RESULTS}),
+        ..ToolOutput::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_star_stays_in_one_directory_and_double_star_crosses() {
+        let star = compile("*.rs").unwrap();
+        assert!(star.is_match("main.rs"));
+        assert!(!star.is_match("src/main.rs"));
+        let deep = compile("**/*.rs").unwrap();
+        assert!(deep.is_match("main.rs"));
+        assert!(deep.is_match("src/a/main.rs"));
+        let alt = compile("src/*.{ts,tsx}").unwrap();
+        assert!(alt.is_match("src/a.tsx"));
+        assert_eq!(depth_of("*.rs"), Some(1));
+        assert_eq!(depth_of("src/*/x.rs"), Some(3));
+        assert_eq!(depth_of("src/**/x.rs"), None);
+    }
+
+    #[test]
+    fn absolute_patterns_under_the_root_become_relative() {
+        let root = Path::new("/p");
+        assert_eq!(relative_pattern("/p/src/*.rs", root).unwrap(), "src/*.rs");
+        assert_eq!(relative_pattern("./src/*.rs", root).unwrap(), "src/*.rs");
+        assert!(relative_pattern("/elsewhere/*.rs", root).is_err());
+    }
+
+    #[test]
+    fn more_than_a_thousand_results_keep_the_newest_and_say_how_many_there_were() {
+        let base = std::time::SystemTime::UNIX_EPOCH;
+        let found: Vec<Found> = (0..1_001u64)
+            .map(|i| Found {
+                path: format!("/p/f{i:04}").into(),
+                modified: base + std::time::Duration::from_secs(i),
+                len: 1,
+            })
+            .collect();
+        let out = format_results(found);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "/p/f1000");
+        assert_eq!(lines[999], "/p/f0001");
+        assert_eq!(
+            lines[1001],
+            "(Results are truncated: showing the 1000 newest of 1001 files. Consider using a more specific path or pattern.)"
+        );
+        assert!(!out.contains("/p/f0000"));
+    }
+}

@@ -27,8 +27,8 @@ pub struct State {
 }
 
 impl State {
-    pub fn new(sources: Sources) -> Self {
-        Self { manager: Manager::new(sources), client: RwLock::new(None) }
+    pub fn new(manager: Manager) -> Self {
+        Self { manager, client: RwLock::new(None) }
     }
 
     /// The capabilities the client declared in `initialize` (none before it).
@@ -139,9 +139,15 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
     }
 }
 
-/// Serve one ACP connection until the client closes it; then cancel every session's work.
+/// Serve one ACP connection with the built-in tools until the client closes it.
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources) -> Result<(), Error> {
-    let state = Arc::new(State::new(sources));
+    serve_with(transport, Manager::new(sources)).await
+}
+
+/// Serve one ACP connection with `manager`'s sessions until the client closes it; then cancel every
+/// session's work.
+pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Manager) -> Result<(), Error> {
+    let state = Arc::new(State::new(manager));
     let result = Agent
         .v1()
         .name("tinycode")

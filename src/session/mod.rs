@@ -114,12 +114,12 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        Self {
-            sources,
-            registry: Arc::new(Registry::builtins()),
-            bus: Bus::new(),
-            sessions: Mutex::new(HashMap::new()),
-        }
+        Self::with_registry(sources, Arc::new(Registry::builtins()))
+    }
+
+    /// A manager whose sessions use `registry` (tests and embedders add their own tools).
+    pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
+        Self { sources, registry, bus: Bus::new(), sessions: Mutex::new(HashMap::new()) }
     }
 
     pub fn bus(&self) -> &Bus {

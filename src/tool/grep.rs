@@ -116,6 +116,12 @@ async fn scope(root: PathBuf) -> Result<Scope, ToolError> {
     if meta.is_dir() {
         return Ok(Scope { root, single: None });
     }
+    if !meta.is_file() {
+        return Err(ToolError::retry(format!(
+            "{} is not a regular file (device, FIFO or socket)",
+            root.display()
+        )));
+    }
     let file = Found {
         path: root.clone(),
         modified: meta.modified().unwrap_or(std::time::SystemTime::UNIX_EPOCH),

@@ -292,7 +292,10 @@ impl Registry {
             tool: def.id.clone(),
             success,
         };
+        // Poll the tool first so a tool that handles cancellation itself (killing processes, keeping partial
+        // output) gets to finish that work; the token branch only wins while the tool is still pending.
         let result = tokio::select! {
+            biased;
             result = (def.execute)(ctx.clone(), args) => result,
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };

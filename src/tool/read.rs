@@ -189,6 +189,13 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
             path.display()
         )));
     }
+    if !meta.is_file() {
+        // FIFOs, sockets and devices would block or never end.
+        return Err(ToolError::retry(format!(
+            "{} is not a regular file (device, FIFO or socket)",
+            path.display()
+        )));
+    }
     let location = vec![Location::at_line(&path, u32::try_from(offset + 1).unwrap_or(u32::MAX))];
     if let Some(mime) = image_mime(&path) {
         if meta.len() > MAX_IMAGE_BYTES {

@@ -1,0 +1,3 @@
+mod cancel;
+mod errors;
+mod turn;

@@ -1,0 +1,313 @@
+//! An in-process ACP client over duplex pipes, driving the real agent (`tinycode::acp::serve_with`). It records
+//! every `session/update`, answers permission asks from a script, and lets tests wait for conditions without
+//! sleeping.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::ConnectionTo;
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::{Agent, ByteStreams, Client, Error};
+use serde_json::Value;
+use tinycode::config::Sources;
+use tinycode::session::Manager;
+use tinycode::tool::Registry;
+use tokio::sync::{oneshot, watch};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use super::fake_model::{FakeModel, Reply};
+
+/// Longest a test waits for something before failing with the transcript.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// How the test client answers `session/request_permission`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Pick(acp::PermissionOptionKind),
+    Cancelled,
+    /// Answer with a JSON-RPC error.
+    Fail,
+}
+
+#[derive(Default)]
+pub struct Log {
+    pub updates: Mutex<Vec<acp::SessionNotification>>,
+    pub permission_requests: Mutex<Vec<acp::RequestPermissionRequest>>,
+    pub answers: Mutex<VecDeque<Answer>>,
+}
+
+pub struct TestClient {
+    pub cx: ConnectionTo<Agent>,
+    pub log: Arc<Log>,
+    changed: watch::Receiver<u64>,
+    stop: Option<oneshot::Sender<()>>,
+    agent: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+fn bump(tx: &watch::Sender<u64>) {
+    tx.send_modify(|n| *n += 1);
+}
+
+impl TestClient {
+    /// Connect a client to an agent serving `manager`.
+    pub async fn start(manager: Manager) -> TestClient {
+        let (agent_io, client_io) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent_io);
+        let (client_read, client_write) = tokio::io::split(client_io);
+        let agent = tokio::spawn(tinycode::acp::serve_with(
+            ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+            manager,
+        ));
+        let log = Arc::new(Log::default());
+        let (changed_tx, changed) = watch::channel(0u64);
+        let changed_tx = Arc::new(changed_tx);
+        let (cx_tx, cx_rx) = oneshot::channel();
+        let (stop, stop_rx) = oneshot::channel::<()>();
+        let (log1, log2) = (log.clone(), log.clone());
+        let (tx1, tx2) = (changed_tx.clone(), changed_tx.clone());
+        tokio::spawn(async move {
+            let result = Client
+                .v1()
+                .name("test-client")
+                .on_receive_notification(
+                    async move |n: acp::SessionNotification, _cx| {
+                        log1.updates.lock().unwrap().push(n);
+                        bump(&tx1);
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_notification!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::RequestPermissionRequest, responder, _cx| {
+                        let answer = log2.answers.lock().unwrap().pop_front();
+                        let options = request.options.clone();
+                        log2.permission_requests.lock().unwrap().push(request);
+                        bump(&tx2);
+                        let outcome = match answer {
+                            Some(Answer::Pick(kind)) => {
+                                let id = options.iter().find(|o| o.kind == kind).unwrap().option_id.clone();
+                                acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                                    id,
+                                ))
+                            }
+                            Some(Answer::Cancelled) => acp::RequestPermissionOutcome::Cancelled,
+                            Some(Answer::Fail) | None => {
+                                return responder.respond_with_error(Error::internal_error());
+                            }
+                        };
+                        responder.respond(acp::RequestPermissionResponse::new(outcome))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .connect_with(
+                    ByteStreams::new(client_write.compat_write(), client_read.compat()),
+                    async move |cx| {
+                        let _ = cx_tx.send(cx);
+                        let _ = stop_rx.await;
+                        Ok(())
+                    },
+                )
+                .await;
+            if let Err(e) = result {
+                eprintln!("test client ended with error: {e:?}");
+            }
+        });
+        let cx = cx_rx.await.unwrap();
+        TestClient { cx, log, changed, stop: Some(stop), agent }
+    }
+
+    pub async fn initialize(&self) -> acp::InitializeResponse {
+        self.cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1)).block_task().await.unwrap()
+    }
+
+    pub async fn new_session(&self, cwd: &Path) -> acp::SessionId {
+        self.cx
+            .send_request(acp::NewSessionRequest::new(cwd.to_path_buf()))
+            .block_task()
+            .await
+            .unwrap()
+            .session_id
+    }
+
+    pub async fn prompt_blocks(
+        &self,
+        session: &acp::SessionId,
+        blocks: Vec<acp::ContentBlock>,
+    ) -> Result<acp::PromptResponse, Error> {
+        let request = acp::PromptRequest::new(session.clone(), blocks);
+        tokio::time::timeout(PATIENCE, self.cx.send_request(request).block_task())
+            .await
+            .unwrap_or_else(|_| panic!("prompt did not finish; updates: {:#?}", self.updates_json()))
+    }
+
+    pub async fn prompt(&self, session: &acp::SessionId, text: &str) -> Result<acp::PromptResponse, Error> {
+        self.prompt_blocks(session, vec![acp::ContentBlock::Text(acp::TextContent::new(text))]).await
+    }
+
+    /// Start a prompt without waiting for it.
+    pub fn prompt_later(
+        &self,
+        session: &acp::SessionId,
+        text: &str,
+    ) -> tokio::task::JoinHandle<Result<acp::PromptResponse, Error>> {
+        let request = acp::PromptRequest::new(
+            session.clone(),
+            vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
+        );
+        let cx = self.cx.clone();
+        tokio::spawn(async move { cx.send_request(request).block_task().await })
+    }
+
+    pub fn cancel(&self, session: &acp::SessionId) {
+        self.cx.send_notification(acp::CancelNotification::new(session.clone())).unwrap();
+    }
+
+    pub fn answer_permissions(&self, answers: &[Answer]) {
+        self.log.answers.lock().unwrap().extend(answers.iter().copied());
+    }
+
+    /// Every update received so far, as wire JSON (`{sessionId, update}`).
+    pub fn updates_json(&self) -> Vec<Value> {
+        self.log.updates.lock().unwrap().iter().map(|n| serde_json::to_value(n).unwrap()).collect()
+    }
+
+    /// The `update` objects of one session.
+    pub fn updates(&self, session: &acp::SessionId) -> Vec<Value> {
+        self.updates_json()
+            .into_iter()
+            .filter(|n| n["sessionId"] == session.0.as_ref())
+            .map(|n| n["update"].clone())
+            .collect()
+    }
+
+    /// Wait until `condition` holds over the updates received so far.
+    pub async fn wait_for(&self, what: &str, condition: impl Fn(&[Value]) -> bool) {
+        let mut changed = self.changed.clone();
+        let wait = async {
+            loop {
+                if condition(&self.updates_json()) {
+                    return;
+                }
+                if changed.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(PATIENCE, wait).await.is_err() {
+            panic!("timed out waiting for {what}; updates: {:#?}", self.updates_json());
+        }
+    }
+
+    /// Close the connection (stdin EOF for the agent) and return how the agent's serve loop ended.
+    pub async fn close(mut self) -> Result<(), Error> {
+        drop(self.stop.take());
+        tokio::time::timeout(PATIENCE, &mut self.agent).await.expect("agent did not stop after EOF").unwrap()
+    }
+}
+
+/// A workspace, a fake model and a connected, initialized client.
+pub struct Harness {
+    pub root: tempfile::TempDir,
+    pub cwd: PathBuf,
+    pub data: PathBuf,
+    pub model: FakeModel,
+    pub client: TestClient,
+}
+
+pub struct Setup {
+    pub script: Vec<Reply>,
+    /// Lines of the project's `.tinycode/config.toml`.
+    pub project_config: String,
+    pub registry: Option<Registry>,
+}
+
+impl Setup {
+    pub fn new(script: Vec<Reply>) -> Self {
+        Self { script, project_config: String::new(), registry: None }
+    }
+
+    pub fn config(mut self, toml: &str) -> Self {
+        self.project_config.push_str(toml);
+        self.project_config.push('\n');
+        self
+    }
+
+    pub fn registry(mut self, registry: Registry) -> Self {
+        self.registry = Some(registry);
+        self
+    }
+
+    pub async fn start(self) -> Harness {
+        let root = tempfile::tempdir().unwrap();
+        let cwd = root.path().join("work");
+        let data = root.path().join("data");
+        let config_home = root.path().join("config");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(config_home.join("tinycode")).unwrap();
+        std::fs::write(
+            config_home.join("tinycode/config.toml"),
+            "[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n",
+        )
+        .unwrap();
+        if !self.project_config.is_empty() {
+            std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
+            std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
+        }
+        let model = FakeModel::start(self.script).await;
+        let sources = sources(&model.base_url, &data, &config_home);
+        let registry = Arc::new(self.registry.unwrap_or_else(Registry::builtins));
+        let client = TestClient::start(Manager::with_registry(sources, registry)).await;
+        client.initialize().await;
+        Harness { root, cwd, data, model, client }
+    }
+}
+
+/// The environment a test agent sees: the fake model, a key, a model name and private directories.
+pub fn sources(base_url: &str, data: &Path, config_home: &Path) -> Sources {
+    let env = [
+        ("TINYCODE_BASE_URL", base_url.to_string()),
+        ("TINYCODE_API_KEY", "test-key".to_string()),
+        ("TINYCODE_MODEL", "fake-model".to_string()),
+        ("TINYCODE_DATA_DIR", data.display().to_string()),
+        ("HOME", data.display().to_string()),
+    ];
+    Sources {
+        env: env.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        user_config_home: Some(config_home.to_path_buf()),
+    }
+}
+
+impl Harness {
+    pub async fn start(script: Vec<Reply>) -> Harness {
+        Setup::new(script).start().await
+    }
+
+    pub async fn session(&self) -> acp::SessionId {
+        self.client.new_session(&self.cwd).await
+    }
+
+    pub fn write(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.cwd.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// The updates of `session` with temp paths and generated ids replaced by stable placeholders.
+    pub fn transcript(&self, session: &acp::SessionId) -> Vec<Value> {
+        self.client.updates(session).into_iter().map(|u| redact(u, &self.cwd, &self.data)).collect()
+    }
+}
+
+/// Replace the workspace and data paths and generated ids with placeholders.
+pub fn redact(value: Value, cwd: &Path, data: &Path) -> Value {
+    let ids = regex::Regex::new(r"\b(msg|thought|sess|tool)_[0-9a-f]{32}").unwrap();
+    let text = value.to_string();
+    let text =
+        text.replace(&cwd.display().to_string(), "<cwd>").replace(&data.display().to_string(), "<data>");
+    let text = ids.replace_all(&text, "${1}_<id>");
+    serde_json::from_str(&text).unwrap()
+}

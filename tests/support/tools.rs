@@ -1,0 +1,34 @@
+//! Tools that exist only in tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::json;
+use tinycode::display::{Kind, Presentation};
+use tinycode::permission::Category;
+use tinycode::tool::{Def, Registry, ToolError};
+
+/// The built-ins plus `block`, which runs until the turn is cancelled and then sets `saw_cancel`.
+pub fn with_blocking_tool(saw_cancel: Arc<AtomicBool>) -> Registry {
+    let registry = Registry::builtins();
+    registry.register(Def {
+        id: "block".into(),
+        description: "Waits until cancelled.".into(),
+        parameters: json!({"type": "object", "properties": {}}),
+        permission: Some(Category::Read),
+        present: |_, _| Presentation {
+            title: "Block until cancelled".into(),
+            kind: Kind::Other,
+            ..Presentation::default()
+        },
+        execute: Arc::new(move |ctx, _args| {
+            let saw_cancel = saw_cancel.clone();
+            Box::pin(async move {
+                ctx.cancel.cancelled().await;
+                saw_cancel.store(true, Ordering::SeqCst);
+                Err(ToolError::Cancelled)
+            })
+        }),
+    });
+    registry
+}

@@ -29,9 +29,10 @@ fn say(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-fn init_logging() {
+/// Start logging. `default` applies when `RUST_LOG` is not set.
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
     let file = std::env::var_os("TINYCODE_LOG_FILE")
         .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
@@ -117,11 +118,13 @@ async fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("acp") => {
-            init_logging();
+            // The SDK logs every error response it sends at WARN; those are answers, not faults.
+            init_logging("warn,agent_client_protocol=error");
             serve_stdio().await
         }
         Some("run") => {
-            init_logging();
+            // Headless output is for people: errors are printed by the run itself.
+            init_logging("off");
             run_headless(&args[1..]).await
         }
         Some("--version" | "-V") => {

@@ -310,6 +310,10 @@ impl Turn<'_> {
             raw_input: prepared.args.clone(),
         });
         let outcome = self.registry.execute(&prepared.tool, self.context(&ui_id), prepared.args).await;
+        if outcome.cancelled {
+            // A cancelled ask (or one the client failed to answer) ends the whole turn, not just this call.
+            self.cancel.cancel();
+        }
         let output = if prepared.fixes.is_empty() {
             outcome.output
         } else {

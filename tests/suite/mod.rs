@@ -1,3 +1,5 @@
+mod binary;
 mod cancel;
 mod errors;
+mod permission;
 mod turn;

@@ -49,6 +49,7 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
 
     let request = &h.model.requests()[0];
+    assert_eq!((request.method.as_str(), request.path.as_str()), ("POST", "/v1/chat/completions"));
     assert_eq!(request.header("authorization"), Some("Bearer test-key"));
     assert_eq!(request.body["model"], "fake-model");
     assert_eq!(request.body["stream"], true);
@@ -323,4 +324,21 @@ async fn huge_tool_output_is_previewed_head_and_tail_and_saved_in_full() {
     assert!(dropped > 0 && dropped < full.len());
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "g")["status"], "completed");
+}
+
+#[tokio::test]
+async fn keep_alive_comments_crlf_framing_and_split_tool_arguments_are_decoded() {
+    let h = Harness::start(vec![]).await;
+    let file = h.write("a.txt", "x\n");
+    let path = file.display().to_string();
+    let first = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "s1", "type": "function", "function": {"name": "read", "arguments": "{\"file_"}}]}}]});
+    let second = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": format!("path\": \"{path}\"}}")}}]}}]});
+    let raw = format!(
+        ": OPENROUTER PROCESSING\r\n\r\ndata: {first}\r\n\r\n: keep-alive\r\n\r\ndata: {second}\r\n\r\ndata: {}\r\n\r\ndata: [DONE]\r\n\r\n",
+        fm::finish("tool_calls")
+    );
+    h.model.script(vec![Reply::Raw(raw), answer(&["ok"])]);
+    let session = h.session().await;
+    h.client.prompt(&session, "read").await.unwrap();
+    assert_eq!(tool_result(&h.model.messages(1), "s1"), "1\tx\n\n(End of file: 1 lines)");
 }

@@ -210,7 +210,8 @@ impl TestClient {
 
 /// A workspace, a fake model and a connected, initialized client.
 pub struct Harness {
-    pub root: tempfile::TempDir,
+    /// Keeps the temporary directory alive for the test.
+    pub _root: tempfile::TempDir,
     pub cwd: PathBuf,
     pub data: PathBuf,
     pub model: FakeModel,
@@ -261,7 +262,7 @@ impl Setup {
         let registry = Arc::new(self.registry.unwrap_or_else(Registry::builtins));
         let client = TestClient::start(Manager::with_registry(sources, registry)).await;
         client.initialize().await;
-        Harness { root, cwd, data, model, client }
+        Harness { _root: root, cwd, data, model, client }
     }
 }
 

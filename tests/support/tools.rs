@@ -32,3 +32,26 @@ pub fn with_blocking_tool(saw_cancel: Arc<AtomicBool>) -> Registry {
     });
     registry
 }
+
+/// The built-ins plus `mark`, an `edit`-category tool that changes nothing and reports which path it "marked".
+pub fn with_edit_tool() -> Registry {
+    let registry = Registry::builtins();
+    registry.register(Def {
+        id: "mark".into(),
+        description: "Marks a path.".into(),
+        parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+        permission: Some(Category::Edit),
+        present: |args, _| {
+            let path = args["path"].as_str().unwrap_or("?").to_string();
+            Presentation {
+                title: format!("Mark {path}"),
+                kind: Kind::Edit,
+                patterns: vec![path.clone()],
+                content: vec![tinycode::display::Content::Text(format!("will mark {path}"))],
+                ..Presentation::default()
+            }
+        },
+        execute: Arc::new(|_ctx, args| Box::pin(async move { Ok(tinycode::tool::ToolOutput::text(format!("marked {}", args["path"].as_str().unwrap_or("?")))) })),
+    });
+    registry
+}

@@ -32,7 +32,7 @@ static OVERFLOW: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 
 fn is_overflow(message: &str, code: &str) -> bool {
-    code == "context_length_exceeded" || OVERFLOW.as_ref().is_some_and(|re| re.is_match(message))
+    OVERFLOW.as_ref().is_some_and(|re| re.is_match(message) || re.is_match(code))
 }
 
 /// One HTTP client for the whole process: building one loads the platform's root certificates, which is far

@@ -1,1 +1,168 @@
+//! Request building, error classification and stream state of the Chat Completions client.
 
+use reqwest::header::{HeaderMap, HeaderValue};
+use serde_json::json;
+
+use super::*;
+use crate::llm::ToolCall;
+
+fn classify_body(status: u16, body: serde_json::Value) -> Attempt {
+    classify(status, &HeaderMap::new(), &body.to_string())
+}
+
+#[test]
+fn the_body_omits_tools_when_there_are_none_and_carries_max_tokens_when_set() {
+    let request = Request {
+        model: "m".into(),
+        system: "sys".into(),
+        messages: vec![Message::User(vec![UserPart::Text("hi".into())])],
+        tools: vec![],
+        max_output_tokens: Some(512),
+    };
+    assert_eq!(
+        body(&request),
+        json!({
+            "model": "m",
+            "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "max_tokens": 512
+        })
+    );
+}
+
+#[test]
+fn history_maps_to_chat_messages_with_images_moved_after_the_tool_results() {
+    let messages = vec![
+        Message::User(vec![
+            UserPart::Text("look".into()),
+            UserPart::Image { mime: "image/png".into(), data: "AAA".into() },
+        ]),
+        Message::Assistant {
+            text: String::new(),
+            reasoning: Some(Reasoning { field: ReasoningField::Reasoning, text: "hmm".into() }),
+            tool_calls: vec![
+                ToolCall { id: "a".into(), name: "read".into(), arguments: "{}".into() },
+                ToolCall { id: "b".into(), name: "read".into(), arguments: "{}".into() },
+            ],
+        },
+        Message::Tool { call_id: "a".into(), content: "data:image/png;base64,QUJD".into() },
+        Message::Tool { call_id: "b".into(), content: "text".into() },
+        Message::Assistant { text: "done".into(), reasoning: None, tool_calls: vec![] },
+    ];
+    assert_eq!(
+        messages_json("sys", &messages),
+        vec![
+            json!({"role": "system", "content": "sys"}),
+            json!({"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}}]}),
+            json!({"role": "assistant", "content": null, "reasoning": "hmm", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "a", "content": "The image is attached in the next message."}),
+            json!({"role": "tool", "tool_call_id": "b", "content": "text"}),
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]}),
+            json!({"role": "assistant", "content": "done"}),
+        ]
+    );
+}
+
+#[test]
+fn errors_are_classified_by_status_code_and_message() {
+    assert!(matches!(
+        classify_body(401, json!({"error": {"message": "bad key"}})),
+        Attempt::Fatal(LlmError::Auth { status: 401, .. })
+    ));
+    assert!(matches!(
+        classify_body(403, json!({"error": "forbidden"})),
+        Attempt::Fatal(LlmError::Auth { status: 403, .. })
+    ));
+    assert!(matches!(
+        classify_body(400, json!({"error": {"message": "x", "code": "context_length_exceeded"}})),
+        Attempt::Fatal(LlmError::ContextOverflow { .. })
+    ));
+    assert!(matches!(
+        classify_body(
+            400,
+            json!({"error": {"message": "request (9000 tokens) exceeds the available context size (4096 tokens)", "type": "exceed_context_size_error"}})
+        ),
+        Attempt::Fatal(LlmError::ContextOverflow { .. })
+    ));
+    assert!(matches!(classify(413, &HeaderMap::new(), ""), Attempt::Fatal(LlmError::ContextOverflow { .. })));
+    assert!(matches!(
+        classify_body(429, json!({"error": {"message": "quota", "code": "insufficient_quota"}})),
+        Attempt::Fatal(LlmError::Quota { .. })
+    ));
+    assert!(matches!(
+        classify_body(404, json!({"error": {"message": "no such model"}})),
+        Attempt::Fatal(LlmError::Rejected { status: 404, .. })
+    ));
+    let mut headers = HeaderMap::new();
+    headers.insert("retry-after", HeaderValue::from_static("3"));
+    match classify(503, &headers, "upstream down") {
+        Attempt::Retry { message, wait } => {
+            assert_eq!(message, "HTTP 503: upstream down");
+            assert_eq!(wait, Some(Duration::from_secs(3)));
+        }
+        Attempt::Fatal(e) => panic!("{e:?}"),
+    }
+}
+
+#[test]
+fn the_stream_state_assembles_text_usage_refusals_and_finish_reasons() {
+    let mut state = StreamState::default();
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+    for chunk in [
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {"reasoning": "think"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Hi"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "read", "arguments": "{}"}}]}, "finish_reason": "stop"}]}),
+        json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 4}}}),
+    ] {
+        assert!(state.data(&chunk.to_string(), &on_delta).is_ok());
+    }
+    assert!(state.data("[DONE]", &on_delta).is_ok());
+    assert!(state.done);
+    let response = state.finish();
+    assert_eq!(*deltas.lock().unwrap(), vec![Delta::Reasoning("think".into()), Delta::Text("Hi".into())]);
+    assert_eq!(response.finish, FinishReason::ToolCalls, "assembled calls win over a `stop` finish reason");
+    assert_eq!(
+        response.usage,
+        Some(Usage { input_tokens: 10, output_tokens: 2, cached_tokens: 4, reasoning_tokens: 0 })
+    );
+    assert_eq!(
+        response.reasoning,
+        Some(Reasoning { field: ReasoningField::Reasoning, text: "think".into() })
+    );
+
+    let mut refused = StreamState::default();
+    assert!(refused.data(&json!({"choices": [{"index": 0, "delta": {"refusal": "I can't"}, "finish_reason": "content_filter"}]}).to_string(), &on_delta).is_ok());
+    let response = refused.finish();
+    assert_eq!(
+        (response.refusal.as_deref(), response.finish),
+        (Some("I can't"), FinishReason::ContentFilter)
+    );
+
+    let mut unknown = StreamState::default();
+    assert!(
+        unknown
+            .data(
+                &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "eos_token"}]}).to_string(),
+                &on_delta
+            )
+            .is_ok()
+    );
+    assert_eq!(unknown.finish().finish, FinishReason::Other("eos_token".into()));
+}
+
+#[test]
+fn an_undecodable_chunk_is_a_protocol_error_naming_it() {
+    let mut state = StreamState::default();
+    match state.data("{oops", &|_| {}) {
+        Err(Attempt::Fatal(LlmError::Protocol(message))) => {
+            assert!(message.ends_with(": {oops"), "{message}")
+        }
+        _ => panic!("expected a protocol error"),
+    }
+}

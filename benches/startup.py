@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Startup benchmark: spawn the release binary, measure spawn -> `initialize` response, `session/new` latency and
+peak RSS (VmHWM). Needs Linux (/proc) and a release build:
+
+    cargo build --release && python3 benches/startup.py [--runs 50]
+
+No model is contacted: `session/new` must never wait on the network.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+
+
+def one_run(workdir):
+    env = {
+        "HOME": workdir,
+        "XDG_CONFIG_HOME": os.path.join(workdir, "config"),
+        "TINYCODE_DATA_DIR": os.path.join(workdir, "data"),
+        "TINYCODE_BASE_URL": "http://127.0.0.1:9/v1",
+        "TINYCODE_MODEL": "bench",
+    }
+    start = time.perf_counter()
+    proc = subprocess.Popen([BINARY, "acp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, bufsize=0)
+
+    def call(obj):
+        proc.stdin.write((json.dumps(obj) + "\n").encode())
+        line = proc.stdout.readline()
+        return json.loads(line)
+
+    init = call({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": 1, "clientCapabilities": {}}})
+    t_init = time.perf_counter() - start
+    assert init["result"]["protocolVersion"] == 1, init
+    t0 = time.perf_counter()
+    new = call({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                "params": {"cwd": workdir, "mcpServers": []}})
+    t_new = time.perf_counter() - t0
+    assert new["result"]["sessionId"].startswith("sess_"), new
+    with open(f"/proc/{proc.pid}/status") as status:
+        hwm_kb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    return t_init * 1000, t_new * 1000, hwm_kb / 1024
+
+
+def summary(name, values, unit):
+    values = sorted(values)
+    p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
+    return f"{name:<28} median {statistics.median(values):7.2f} {unit}   p95 {p95:7.2f} {unit}   min {values[0]:7.2f} {unit}"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    if not os.path.exists(BINARY):
+        raise SystemExit("build first: cargo build --release")
+    inits, news, rss = [], [], []
+    with tempfile.TemporaryDirectory() as workdir:
+        one_run(workdir)  # warm the page cache
+        for _ in range(args.runs):
+            a, b, c = one_run(workdir)
+            inits.append(a)
+            news.append(b)
+            rss.append(c)
+    print(f"{args.runs} runs of {BINARY}")
+    print(summary("spawn -> initialize response", inits, "ms"))
+    print(summary("session/new", news, "ms"))
+    print(summary("peak RSS (VmHWM)", rss, "MB"))
+
+
+if __name__ == "__main__":
+    main()

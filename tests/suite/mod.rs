@@ -2,4 +2,5 @@ mod binary;
 mod cancel;
 mod errors;
 mod permission;
+mod protocol;
 mod turn;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::walk::{self, Found};
 use super::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
-use crate::display::{Kind, Location, Presentation};
+use crate::display::{Kind, Presentation};
 use crate::permission::Category;
 
 pub const ID: &str = "glob";
@@ -45,7 +45,8 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     Presentation {
         title,
         kind: Kind::Search,
-        locations: vec![Location::new(&root)],
+        // No locations: editors open and follow them, and a directory is not a file to follow.
+        locations: Vec::new(),
         patterns: vec![root.to_string_lossy().into_owned()],
         content: Vec::new(),
     }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::walk::{self, Found};
 use super::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, arg_str, read, resolve_path};
-use crate::display::{Kind, Location, Presentation};
+use crate::display::{Kind, Presentation};
 use crate::permission::Category;
 
 pub const ID: &str = "grep";
@@ -57,7 +57,8 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     Presentation {
         title,
         kind: Kind::Search,
-        locations: vec![Location::new(&root)],
+        // No locations: editors open and follow them, and a directory is not a file to follow.
+        locations: Vec::new(),
         patterns: vec![root.to_string_lossy().into_owned()],
         content: Vec::new(),
     }

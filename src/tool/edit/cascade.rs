@@ -1,0 +1,209 @@
+//! The edit itself, on text: the cascade's acceptance rule (first candidate that occurs exactly once, or every
+//! occurrence with `replace_all`), plus the tool-level rules around it: BOM kept, CRLF files edited in CRLF,
+//! an empty `old_string` rewriting the whole file, identical strings refused, ambiguity reported with a count,
+//! and a did-you-mean when nothing matches.
+//!
+//! Owns text transformation only; no I/O.
+
+use super::levenshtein::similarity;
+use super::replacers::Strategy;
+
+const BOM: char = '\u{feff}';
+
+/// Why an edit cannot be made. Every variant goes back to the model as a retryable tool error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditError {
+    Identical,
+    NotFound { hint: Option<String> },
+    Ambiguous { count: usize },
+}
+
+impl EditError {
+    pub fn message(&self, path: &str) -> String {
+        match self {
+            EditError::Identical => "No changes to apply: old_string and new_string are identical.".into(),
+            EditError::NotFound { hint } => {
+                let mut message = format!(
+                    "Could not find old_string in {path}. It must match the file's text, including indentation; re-read the file and copy the lines exactly."
+                );
+                if let Some(hint) = hint {
+                    message.push_str("\n\n");
+                    message.push_str(hint);
+                }
+                message
+            }
+            EditError::Ambiguous { count } => format!(
+                "Found {count} matches for old_string in {path}. Include more surrounding lines to make the match unique, or set replace_all to true to change every occurrence."
+            ),
+        }
+    }
+}
+
+/// A successful edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edited {
+    /// The whole new file text, BOM and line endings preserved.
+    pub content: String,
+    /// `None` when an empty `old_string` rewrote the whole file.
+    pub strategy: Option<Strategy>,
+    /// How many occurrences were replaced.
+    pub count: usize,
+    /// Byte offset (in `content`) where the first replacement starts.
+    pub offset: usize,
+    /// Length in bytes of the first inserted replacement.
+    pub inserted_len: usize,
+}
+
+/// The replacement cascade on `content` (which has no BOM and consistent line endings).
+pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, EditError> {
+    if old == new {
+        return Err(EditError::Identical);
+    }
+    let mut ambiguous = 0;
+    for strategy in Strategy::CASCADE {
+        for candidate in strategy.yields(content, old) {
+            if candidate.is_empty() {
+                continue;
+            }
+            let positions: Vec<usize> = content.match_indices(candidate.as_str()).map(|(i, _)| i).collect();
+            let Some(&first) = positions.first() else { continue };
+            if replace_all {
+                let replaced = content.replace(candidate.as_str(), new);
+                return Ok(Edited {
+                    content: replaced,
+                    strategy: Some(strategy),
+                    count: positions.len(),
+                    offset: first,
+                    inserted_len: new.len(),
+                });
+            }
+            if positions.len() == 1 {
+                let mut replaced = String::with_capacity(content.len() + new.len());
+                replaced.push_str(&content[..first]);
+                replaced.push_str(new);
+                replaced.push_str(&content[first + candidate.len()..]);
+                return Ok(Edited {
+                    content: replaced,
+                    strategy: Some(strategy),
+                    count: 1,
+                    offset: first,
+                    inserted_len: new.len(),
+                });
+            }
+            ambiguous = ambiguous.max(positions.len());
+        }
+    }
+    if ambiguous > 0 {
+        return Err(EditError::Ambiguous { count: ambiguous });
+    }
+    Err(EditError::NotFound { hint: did_you_mean(content, old) })
+}
+
+/// Bring `text` to the file's line ending: `\r\n` everywhere when the file uses CRLF, `\n` otherwise.
+fn to_line_ending(text: &str, crlf: bool) -> String {
+    let lf = text.replace("\r\n", "\n");
+    if crlf { lf.replace('\n', "\r\n") } else { lf }
+}
+
+/// The edit tool's text rules around [`replace`]: strip and restore a BOM, match in the file's line ending,
+/// rewrite the whole file for an empty `old_string`.
+pub fn edit(original: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, EditError> {
+    let (bom, body) = match original.strip_prefix(BOM) {
+        Some(rest) => (BOM.len_utf8(), rest),
+        None => (0, original),
+    };
+    let crlf = body.contains("\r\n");
+    let old = to_line_ending(old, crlf);
+    let new = to_line_ending(new.strip_prefix(BOM).unwrap_or(new), crlf);
+    let mut edited = if old.is_empty() {
+        if new == body {
+            return Err(EditError::Identical);
+        }
+        Edited { content: new.clone(), strategy: None, count: 1, offset: 0, inserted_len: new.len() }
+    } else {
+        replace(body, &old, &new, replace_all)?
+    };
+    if bom > 0 {
+        edited.content.insert(0, BOM);
+        edited.offset += bom;
+    }
+    Ok(edited)
+}
+
+/// Lines of `text` around the 1-based line `center`, numbered like the read tool.
+pub fn numbered_excerpt(text: &str, first: usize, last: usize) -> String {
+    text.split('\n')
+        .enumerate()
+        .skip(first.saturating_sub(1))
+        .take(last + 1 - first.max(1))
+        .map(|(i, line)| format!("{}\t{}", i + 1, line.trim_end_matches('\r')))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A hint for a failed match: where the most similar line to the pattern's first line is, with context.
+pub fn did_you_mean(content: &str, old: &str) -> Option<String> {
+    let wanted = old.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let (index, score) = content
+        .split('\n')
+        .enumerate()
+        .map(|(i, line)| (i, similarity(line.trim(), wanted)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if score < 0.5 {
+        return None;
+    }
+    let line = index + 1;
+    let span = old.lines().count().max(1);
+    let excerpt = numbered_excerpt(content, line.saturating_sub(2).max(1), line + span + 1);
+    Some(format!("Did you mean the text near line {line}?\n{excerpt}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replace_all_inserts_dollar_signs_literally() {
+        let edited = replace("cost = a; a", "a", "$&$&", true).unwrap();
+        assert_eq!(edited.content, "cost = $&$&; $&$&");
+        assert_eq!(edited.count, 2);
+    }
+
+    #[test]
+    fn several_matches_without_replace_all_are_refused_with_the_count() {
+        assert_eq!(replace("x\ny\nx\nx", "x", "z", false), Err(EditError::Ambiguous { count: 3 }));
+    }
+
+    #[test]
+    fn an_empty_pattern_rewrites_the_file_instead_of_looping() {
+        let edited = edit("\u{feff}old\n", "", "new\n", false).unwrap();
+        assert_eq!(edited.content, "\u{feff}new\n");
+        assert_eq!(edited.strategy, None);
+    }
+
+    #[test]
+    fn crlf_files_are_matched_and_written_in_crlf() {
+        let edited = edit("a\r\nb\r\nc\r\n", "a\nb", "a\nB", false).unwrap();
+        assert_eq!(edited.content, "a\r\nB\r\nc\r\n");
+        let edited = edit("a\nb\n", "a\r\nb", "x\r\ny", false).unwrap();
+        assert_eq!(edited.content, "x\ny\n");
+    }
+
+    #[test]
+    fn a_miss_points_at_the_closest_line_with_numbered_context() {
+        let content = "fn main() {\n    let total = 1;\n    println!(\"{total}\");\n}\n";
+        let err = replace(content, "let totl = 1;\nprint(total);", "x", false).unwrap_err();
+        let EditError::NotFound { hint: Some(hint) } = err else { panic!("{err:?}") };
+        assert_eq!(
+            hint,
+            "Did you mean the text near line 2?\n1\tfn main() {\n2\t    let total = 1;\n3\t    println!(\"{total}\");\n4\t}\n5\t"
+        );
+    }
+
+    #[test]
+    fn the_result_names_where_the_replacement_landed() {
+        let edited = edit("\u{feff}ab cd", "cd", "XY", false).unwrap();
+        assert_eq!(&edited.content[edited.offset..edited.offset + edited.inserted_len], "XY");
+        assert_eq!(edited.strategy, Some(Strategy::Simple));
+    }
+}

@@ -5,6 +5,7 @@
 //! Owns how a tool is described, looked up and run. Each built-in tool lives in its own file named after it.
 //! Must not know about ACP or the model provider; permission is reached only through `permission::Service`.
 
+pub mod apply_patch;
 pub mod edit;
 pub mod glob;
 pub mod grep;

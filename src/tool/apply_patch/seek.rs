@@ -17,6 +17,9 @@ pub fn normalize_punctuation(line: &str) -> String {
         .collect()
 }
 
+/// Compares a file line with a pattern line.
+type LineEq = dyn Fn(&str, &str) -> bool;
+
 /// The index at or after `start` where `pattern` occurs in `lines`. With `eof`, the search starts where the
 /// pattern would end the file (but not before `start`).
 pub fn seek<S: AsRef<str>>(lines: &[S], pattern: &[String], start: usize, eof: bool) -> Option<usize> {
@@ -31,7 +34,7 @@ pub fn seek<S: AsRef<str>>(lines: &[S], pattern: &[String], start: usize, eof: b
     if from > last {
         return None;
     }
-    let passes: [&dyn Fn(&str, &str) -> bool; 4] =
+    let passes: [&LineEq; 4] =
         [&|a, b| a == b, &|a, b| a.trim_end() == b.trim_end(), &|a, b| a.trim() == b.trim(), &|a, b| {
             normalize_punctuation(a) == normalize_punctuation(b)
         }];

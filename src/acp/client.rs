@@ -11,17 +11,25 @@ use futures::future::BoxFuture;
 use super::convert;
 use crate::agent::{AgentEvent, EventSink};
 use crate::permission::{Approver, Ask, Reply};
+use crate::tool::files::ClientFs;
 
 /// The connection to the editor, bound to one session.
 #[derive(Clone)]
 pub struct SessionClient {
     cx: ConnectionTo<Client>,
     session_id: acp::SessionId,
+    /// What the client declared in `initialize`.
+    capabilities: acp::ClientCapabilities,
 }
 
 impl SessionClient {
-    pub fn new(cx: ConnectionTo<Client>, session_id: &str) -> Self {
-        Self { cx, session_id: acp::SessionId::from(session_id.to_string()) }
+    pub fn new(cx: ConnectionTo<Client>, session_id: &str, capabilities: acp::ClientCapabilities) -> Self {
+        Self { cx, session_id: acp::SessionId::from(session_id.to_string()), capabilities }
+    }
+
+    /// Whether the client offers any `fs/*` method.
+    pub fn has_fs(&self) -> bool {
+        self.capabilities.fs.read_text_file || self.capabilities.fs.write_text_file
     }
 
     pub fn send(&self, update: acp::SessionUpdate) {
@@ -97,5 +105,27 @@ impl Approver for SessionClient {
                 }
             }
         })
+    }
+}
+
+impl ClientFs for SessionClient {
+    fn can_read(&self) -> bool {
+        self.capabilities.fs.read_text_file
+    }
+
+    fn can_write(&self) -> bool {
+        self.capabilities.fs.write_text_file
+    }
+
+    fn read(&self, path: &std::path::Path) -> BoxFuture<'_, Result<String, String>> {
+        let request = acp::ReadTextFileRequest::new(self.session_id.clone(), path.to_path_buf());
+        Box::pin(async move {
+            self.cx.send_request(request).block_task().await.map(|r| r.content).map_err(|e| e.message)
+        })
+    }
+
+    fn write<'a>(&'a self, path: &'a std::path::Path, content: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let request = acp::WriteTextFileRequest::new(self.session_id.clone(), path.to_path_buf(), content.to_string());
+        Box::pin(async move { self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message) })
     }
 }

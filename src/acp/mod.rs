@@ -88,9 +88,11 @@ fn new_session(
         ));
     }
     let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
+    let capabilities = state.client_capabilities();
     let created = state.manager.create(&cwd, mcp, |id| {
-        let client = Arc::new(SessionClient::new(cx.clone(), id));
-        Seams { sink: client.clone(), approver: Some(client) }
+        let client = Arc::new(SessionClient::new(cx.clone(), id, capabilities));
+        let fs: Option<Arc<dyn crate::tool::files::ClientFs>> = if client.has_fs() { Some(client.clone()) } else { None };
+        Seams { sink: client.clone(), approver: Some(client), fs }
     });
     match created {
         Ok(session) => {

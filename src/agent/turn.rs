@@ -18,12 +18,14 @@ use super::history::History;
 use super::system_prompt;
 use crate::bus::Bus;
 use crate::config::Config;
-use crate::display::{Kind, Presentation};
 use crate::llm::repair::{self, Fix};
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission;
+use crate::bus::Event;
+use crate::display::Location;
+use crate::tool::files::Files;
 use crate::tool::{self, Context, Progress, Registry, invalid};
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -79,6 +81,7 @@ impl Conversation {
 /// Everything one turn needs.
 pub struct Turn<'a> {
     pub session_id: &'a str,
+    pub files: Arc<Files>,
     pub cwd: &'a Path,
     pub config: &'a Config,
     pub model: &'a dyn ModelClient,
@@ -263,20 +266,9 @@ impl Turn<'_> {
         None
     }
 
-    fn presentation(&self, tool: &str, args: &Value) -> Presentation {
-        match self.registry.resolve(tool) {
-            Some(def) => (def.present)(args, self.cwd),
-            None => Presentation {
-                title: format!("Unknown tool `{tool}`"),
-                kind: Kind::Other,
-                ..Presentation::default()
-            },
-        }
-    }
-
-    fn context(&self, ui_id: &str) -> Context {
+    fn context(&self, ui_id: &str, tool: &str, args: &Value) -> Context {
         let sink = self.sink.clone();
-        let call_id = ui_id.to_string();
+        let (call_id, tool, raw_input) = (ui_id.to_string(), tool.to_string(), args.clone());
         Context {
             session_id: self.session_id.to_string(),
             call_id: ui_id.to_string(),
@@ -287,8 +279,16 @@ impl Turn<'_> {
             after_hook: None,
             cancel: self.cancel.clone(),
             output_dir: self.config.data_dir.join("tool-output"),
+            files: self.files.clone(),
+            plan: None,
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
+                    Progress::Presented(presentation) => AgentEvent::ToolCallStarted {
+                        call_id: call_id.clone(),
+                        tool: tool.clone(),
+                        presentation,
+                        raw_input: raw_input.clone(),
+                    },
                     Progress::Running => AgentEvent::ToolCallRunning { call_id: call_id.clone() },
                     Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: call_id.clone(), text },
                 })
@@ -303,13 +303,18 @@ impl Turn<'_> {
         }
         let prepared = prepare(call, cut_off);
         let ui_id = conversation.ui_call_id(&call.id);
-        self.sink.emit(AgentEvent::ToolCallStarted {
-            call_id: ui_id.clone(),
-            tool: prepared.tool.clone(),
-            presentation: self.presentation(&prepared.tool, &prepared.args),
-            raw_input: prepared.args.clone(),
-        });
-        let outcome = self.registry.execute(&prepared.tool, self.context(&ui_id), prepared.args).await;
+        let mut modified = self.bus.subscribe();
+        let context = self.context(&ui_id, &prepared.tool, &prepared.args);
+        let mut outcome = self.registry.execute(&prepared.tool, context, prepared.args).await;
+        // Files the call modified (bus `file.modified`) are locations the editor can follow.
+        while let Ok(event) = modified.try_recv() {
+            if let Event::FileModified { call_id, path, .. } = event
+                && call_id == ui_id
+                && !outcome.locations.iter().any(|l| l.path == path)
+            {
+                outcome.locations.push(Location::new(path));
+            }
+        }
         if outcome.cancelled {
             // A cancelled ask (or one the client failed to answer) ends the whole turn, not just this call.
             self.cancel.cancel();

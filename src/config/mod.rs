@@ -98,6 +98,8 @@ pub struct Config {
     pub stream_idle_timeout: Duration,
     /// Time allowed to connect and receive response headers.
     pub connect_timeout: Duration,
+    /// Formatter commands by file extension, run after the agent writes a file.
+    pub formatters: BTreeMap<String, Vec<String>>,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -113,6 +115,7 @@ struct Layer {
     stream_idle_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     retry: Option<RetryLayer>,
+    formatters: Option<BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -121,6 +124,17 @@ struct RetryLayer {
     max_retries: Option<u32>,
     initial_backoff_ms: Option<u64>,
     max_backoff_ms: Option<u64>,
+}
+
+/// Per-key merge: entries of `higher` win over those of `lower`.
+fn merge_maps<V>(higher: Option<BTreeMap<String, V>>, lower: Option<BTreeMap<String, V>>) -> Option<BTreeMap<String, V>> {
+    match (higher, lower) {
+        (Some(higher), Some(mut lower)) => {
+            lower.extend(higher);
+            Some(lower)
+        }
+        (a, b) => a.or(b),
+    }
 }
 
 impl Layer {
@@ -144,6 +158,7 @@ impl Layer {
             stream_idle_timeout_ms: self.stream_idle_timeout_ms.or(lower.stream_idle_timeout_ms),
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
+            formatters: merge_maps(self.formatters, lower.formatters),
         }
     }
 
@@ -222,6 +237,7 @@ impl Config {
             },
             stream_idle_timeout: Duration::from_millis(layer.stream_idle_timeout_ms.unwrap_or(300_000)),
             connect_timeout: Duration::from_millis(layer.connect_timeout_ms.unwrap_or(30_000)),
+            formatters: layer.formatters.unwrap_or_default(),
         }
     }
 }
@@ -253,7 +269,7 @@ mod tests {
         );
         write(
             &cwd.join(".tinycode/config.toml"),
-            "model = \"project-model\"\nbase_url = \"http://project\"\n",
+            "model = \"project-model\"\nbase_url = \"http://project\"\n[formatters]\nrs = [\"rustfmt\"]\n",
         );
         let s = sources(&[("TINYCODE_MODEL", "env-model"), ("TINYCODE_DATA_DIR", "/data")], Some(&home));
         let config = Config::load(&s, &cwd).unwrap();
@@ -262,6 +278,7 @@ mod tests {
         assert_eq!(config.api_key.as_deref(), Some("k-user"));
         assert_eq!(config.max_turn_requests, 7);
         assert_eq!(config.data_dir, PathBuf::from("/data"));
+        assert_eq!(config.formatters, BTreeMap::from([("rs".to_string(), vec!["rustfmt".to_string()])]));
     }
 
     #[test]

@@ -20,12 +20,15 @@ use crate::llm::openai::OpenAiClient;
 use crate::llm::{ModelClient, UserPart};
 use crate::permission::{self, Approver, Ruleset};
 use crate::tool::Registry;
+use crate::tool::files::{ClientFs, FileLocks, Files};
 
 /// What a session needs from the editor.
 #[derive(Clone)]
 pub struct Seams {
     pub sink: Arc<dyn EventSink>,
     pub approver: Option<Arc<dyn Approver>>,
+    /// The editor's file system, when it offers one.
+    pub fs: Option<Arc<dyn ClientFs>>,
 }
 
 /// One session.
@@ -38,6 +41,7 @@ pub struct Session {
     model: Arc<dyn ModelClient>,
     registry: Arc<Registry>,
     perms: Arc<permission::Service>,
+    files: Arc<Files>,
     sink: Arc<dyn EventSink>,
     bus: Bus,
     conversation: tokio::sync::Mutex<Conversation>,
@@ -61,6 +65,7 @@ impl Session {
         }
         let turn = Turn {
             session_id: &self.id,
+            files: self.files.clone(),
             cwd: &self.cwd,
             config: &self.config,
             model: self.model.as_ref(),
@@ -109,6 +114,7 @@ pub struct Manager {
     sources: Sources,
     registry: Arc<Registry>,
     bus: Bus,
+    locks: Arc<FileLocks>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
@@ -119,7 +125,13 @@ impl Manager {
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
-        Self { sources, registry, bus: Bus::new(), sessions: Mutex::new(HashMap::new()) }
+        Self {
+            sources,
+            registry,
+            bus: Bus::new(),
+            locks: Arc::new(FileLocks::default()),
+            sessions: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn bus(&self) -> &Bus {
@@ -144,6 +156,7 @@ impl Manager {
         let config = Config::load(&self.sources, cwd)?;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let seams = seams(&id);
+        let files = Arc::new(Files::new(vec![cwd.to_path_buf()], seams.fs, self.locks.clone(), config.formatters.clone()));
         let session = Arc::new(Session {
             id: id.clone(),
             cwd: cwd.to_path_buf(),
@@ -152,6 +165,7 @@ impl Manager {
             mcp_servers,
             registry: self.registry.clone(),
             perms: Arc::new(permission::Service::new(Ruleset::build_defaults(), seams.approver)),
+            files,
             sink: seams.sink,
             bus: self.bus.clone(),
             conversation: tokio::sync::Mutex::new(Conversation::default()),

@@ -26,6 +26,7 @@ pub fn def() -> Def {
         }),
         permission: Some(Category::Read),
         present,
+        preview: None,
         execute: std::sync::Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
     }
 }

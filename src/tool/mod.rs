@@ -2,18 +2,27 @@
 //! [`Context`], and the execution flow (lookup → permission → `tool.execute.before` → execute → error or
 //! after-hook → `tool.execute.after` → truncation preview).
 //!
+//! One step is added in front of the permission ask: tools that change files have a `preview` that computes
+//! the change in memory, so the ask can show the real diff and a change that cannot apply is reported without
+//! asking at all. The computed plan travels to `execute` in [`Context::plan`].
+//!
 //! Owns how a tool is described, looked up and run. Each built-in tool lives in its own file named after it.
 //! Must not know about ACP or the model provider; permission is reached only through `permission::Service`.
 
 pub mod apply_patch;
+pub mod atomic;
 pub mod edit;
+pub mod files;
+pub mod format;
 pub mod glob;
 pub mod grep;
 pub mod invalid;
 pub mod read;
+pub mod secrets;
 pub mod truncate;
 pub mod walk;
 
+use std::any::Any;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -82,6 +91,15 @@ pub type ExecuteFn =
 /// Describes a call before it runs: title, kind, locations, permission patterns. Pure and cheap.
 pub type PresentFn = fn(&Value, &Path) -> Presentation;
 
+/// What a preview computed: how to show the call (with the real diff) and the plan `execute` carries out.
+pub struct Preview {
+    pub presentation: Presentation,
+    pub plan: Arc<dyn Any + Send + Sync>,
+}
+
+/// Computes a change in memory before the permission ask. Errors go to the model without asking.
+pub type PreviewFn = Arc<dyn Fn(Context, Value) -> BoxFuture<'static, Result<Preview, ToolError>> + Send + Sync>;
+
 /// One tool (seed 000 `Def`).
 pub struct Def {
     pub id: String,
@@ -91,6 +109,8 @@ pub struct Def {
     /// The permission category; `None` means the registry never asks.
     pub permission: Option<Category>,
     pub present: PresentFn,
+    /// For tools that change files: compute the change before the ask (see the module docs).
+    pub preview: Option<PreviewFn>,
     pub execute: ExecuteFn,
 }
 
@@ -106,6 +126,8 @@ impl std::fmt::Debug for Def {
 /// Progress a running tool reports to the user while it works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
+    /// How the call is shown: sent once, before any permission ask.
+    Presented(Presentation),
     /// Permission was granted; the tool starts now.
     Running,
     /// New output (only the part not reported before).
@@ -132,12 +154,30 @@ pub struct Context {
     pub output_dir: PathBuf,
     /// Reports progress to the user; `None` when nobody watches.
     pub progress: Option<ProgressFn>,
+    /// The session's file access (editor or disk, ledger, locks, boundary).
+    pub files: Arc<files::Files>,
+    /// The plan computed by the tool's preview, if it has one.
+    pub plan: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Context {
     /// Resolve a path argument against the session directory.
     pub fn resolve(&self, path: &str) -> PathBuf {
         resolve_path(&self.directory, path)
+    }
+
+    fn report(&self, progress: Progress) {
+        if let Some(report) = &self.progress {
+            report(progress);
+        }
+    }
+
+    /// The preview's plan, as the type the tool stored.
+    pub fn plan<T: Any + Send + Sync>(&self) -> Result<Arc<T>, ToolError> {
+        self.plan
+            .clone()
+            .and_then(|plan| plan.downcast::<T>().ok())
+            .ok_or_else(|| ToolError::execution("internal error: the change was not prepared"))
     }
 }
 
@@ -184,6 +224,14 @@ impl Outcome {
 
     pub fn cancelled() -> Self {
         Self { cancelled: true, ..Self::error("Cancelled by the user before the tool finished.".into()) }
+    }
+
+    fn from_error(error: ToolError) -> Self {
+        match error {
+            ToolError::Cancelled => Outcome::cancelled(),
+            ToolError::Retry(message) => Outcome::error(message),
+            ToolError::Execution(message) => Outcome::error(format!("Error: {message}")),
+        }
     }
 }
 
@@ -243,12 +291,34 @@ impl Registry {
     }
 
     /// Run one call through the seed's execution flow.
-    pub async fn execute(&self, name: &str, ctx: Context, args: Value) -> Outcome {
+    pub async fn execute(&self, name: &str, mut ctx: Context, args: Value) -> Outcome {
         let Some(def) = self.resolve(name) else {
+            ctx.report(Progress::Presented(Presentation {
+                title: format!("Unknown tool `{name}`"),
+                ..Presentation::default()
+            }));
             let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
-        let presentation = (def.present)(&args, &ctx.directory);
+        let mut presentation = (def.present)(&args, &ctx.directory);
+        if let Some(preview) = &def.preview {
+            let previewed = tokio::select! {
+                biased;
+                previewed = preview(ctx.clone(), args.clone()) => previewed,
+                () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+            };
+            match previewed {
+                Ok(Preview { presentation: shown, plan }) => {
+                    presentation = shown;
+                    ctx.plan = Some(plan);
+                }
+                Err(error) => {
+                    ctx.report(Progress::Presented(presentation));
+                    return Outcome::from_error(error);
+                }
+            }
+        }
+        ctx.report(Progress::Presented(presentation.clone()));
         if let (Some(perms), Some(category)) = (&ctx.perms, def.permission) {
             let ask = Ask {
                 session_id: ctx.session_id.clone(),
@@ -279,9 +349,7 @@ impl Registry {
                 Verdict::Cancelled => return Outcome::cancelled(),
             }
         }
-        if let Some(progress) = &ctx.progress {
-            progress(Progress::Running);
-        }
+        ctx.report(Progress::Running);
         ctx.bus.publish(Event::ToolExecuteBefore {
             session_id: ctx.session_id.clone(),
             call_id: ctx.call_id.clone(),
@@ -304,11 +372,7 @@ impl Registry {
         let mut output = match result {
             Err(error) => {
                 ctx.bus.publish(after(false));
-                return match error {
-                    ToolError::Cancelled => Outcome::cancelled(),
-                    ToolError::Retry(message) => Outcome::error(message),
-                    ToolError::Execution(message) => Outcome::error(format!("Error: {message}")),
-                };
+                return Outcome::from_error(error);
             }
             Ok(output) => output,
         };

@@ -39,6 +39,7 @@ pub fn def() -> Def {
         }),
         permission: Some(Category::Read),
         present,
+        preview: None,
         execute: std::sync::Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
     }
 }
@@ -130,11 +131,12 @@ fn not_found(path: &Path) -> ToolError {
 }
 
 /// Numbered lines `[offset, offset+limit)`, bounded by line length and by [`truncate::MAX_BYTES`].
-pub fn format_lines(text: &str, offset: usize, limit: usize) -> Result<String, ToolError> {
+/// The flag says whether the whole file was shown.
+pub fn format_lines(text: &str, offset: usize, limit: usize) -> Result<(String, bool), ToolError> {
     let lines: Vec<&str> = text.lines().collect();
     let total = lines.len();
     if total == 0 {
-        return Ok("(empty file)".into());
+        return Ok(("(empty file)".into(), true));
     }
     if offset >= total {
         return Err(ToolError::retry(format!(
@@ -157,17 +159,18 @@ pub fn format_lines(text: &str, offset: usize, limit: usize) -> Result<String, T
                 truncate::MAX_BYTES / 1024,
                 i + 1
             ));
-            return Ok(out);
+            return Ok((out, false));
         }
         out.push_str(&entry);
         next = i + 1;
     }
     if next < total {
         out.push_str(&format!("\n(File has {total} lines. Use offset={next} to read beyond line {next}.)"));
-    } else {
-        out.push_str(&format!("\n(End of file: {total} lines)"));
+        return Ok((out, false));
     }
-    Ok(out)
+    out.push_str(&format!("\n(End of file: {total} lines)"));
+    let clamped = lines.iter().any(|l| l.chars().count() > MAX_LINE_LENGTH);
+    Ok((out, offset == 0 && !clamped))
 }
 
 async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -215,18 +218,15 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
             ..ToolOutput::default()
         });
     }
-    let bytes = tokio::fs::read(&path)
-        .await
-        .map_err(|e| ToolError::execution(format!("cannot read {}: {e}", path.display())))?;
-    if is_binary(&bytes) {
-        return Err(ToolError::retry(format!(
-            "Cannot read binary file: {} ({} bytes)",
-            path.display(),
-            bytes.len()
-        )));
+    let text = match ctx.files.read_text(&path).await? {
+        Some(text) => text,
+        None => return Err(not_found(&path)),
+    };
+    if is_binary(text.as_bytes()) {
+        return Err(ToolError::retry(format!("Cannot read binary file: {} ({} bytes)", path.display(), meta.len())));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let output = format_lines(&text, offset, limit)?;
+    let (output, full) = format_lines(&text, offset, limit)?;
+    ctx.files.record_read(&path, &text, full);
     Ok(ToolOutput {
         output,
         locations: location,
@@ -243,18 +243,23 @@ mod tests {
     #[test]
     fn lines_are_numbered_from_one_and_windowed_by_offset_and_limit() {
         let text = "a\nb\nc\nd\n";
-        assert_eq!(format_lines(text, 0, 2000).unwrap(), "1\ta\n2\tb\n3\tc\n4\td\n\n(End of file: 4 lines)");
+        assert_eq!(
+            format_lines(text, 0, 2000).unwrap(),
+            ("1\ta\n2\tb\n3\tc\n4\td\n\n(End of file: 4 lines)".to_string(), true)
+        );
         assert_eq!(
             format_lines(text, 1, 2).unwrap(),
-            "2\tb\n3\tc\n\n(File has 4 lines. Use offset=3 to read beyond line 3.)"
+            ("2\tb\n3\tc\n\n(File has 4 lines. Use offset=3 to read beyond line 3.)".to_string(), false)
         );
+        assert!(!format_lines(text, 1, 10).unwrap().1, "a read from an offset is partial");
     }
 
     #[test]
     fn long_lines_are_clamped_to_two_thousand_characters() {
         let line = "é".repeat(2_500);
-        let out = format_lines(&line, 0, 10).unwrap();
+        let (out, full) = format_lines(&line, 0, 10).unwrap();
         assert_eq!(out, format!("1\t{}...\n\n(End of file: 1 lines)", "é".repeat(2_000)));
+        assert!(!full, "a clamped line was not seen in full");
     }
 
     #[test]
@@ -268,7 +273,8 @@ mod tests {
     #[test]
     fn output_is_capped_at_the_byte_limit_with_a_continuation_hint() {
         let text: String = (0..1_900).map(|i| format!("{i:0>60}\n")).collect();
-        let out = format_lines(&text, 0, 2_000).unwrap();
+        let (out, full) = format_lines(&text, 0, 2_000).unwrap();
+        assert!(!full);
         assert!(out.len() <= truncate::MAX_BYTES + 100);
         let last = out.lines().last().unwrap();
         assert!(last.starts_with("(Output capped at 50 KB. Use offset="), "{last}");

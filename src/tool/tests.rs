@@ -18,6 +18,7 @@ fn def(id: &str, permission: Option<Category>, output: &'static str, bounded: bo
             patterns: vec!["p".into()],
             ..Presentation::default()
         },
+        preview: None,
         execute: Arc::new(move |_, _| {
             Box::pin(
                 async move { Ok(ToolOutput { output: output.into(), bounded, ..ToolOutput::default() }) },
@@ -48,6 +49,13 @@ fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Context {
         cancel: CancellationToken::new(),
         output_dir: dir.join("out"),
         progress: None,
+        files: Arc::new(files::Files::new(
+            vec![dir.to_path_buf()],
+            None,
+            Arc::new(files::FileLocks::default()),
+            Default::default(),
+        )),
+        plan: None,
     }
 }
 

@@ -21,6 +21,7 @@ pub fn with_blocking_tool(saw_cancel: Arc<AtomicBool>) -> Registry {
             kind: Kind::Other,
             ..Presentation::default()
         },
+        preview: None,
         execute: Arc::new(move |ctx, _args| {
             let saw_cancel = saw_cancel.clone();
             Box::pin(async move {
@@ -51,6 +52,7 @@ pub fn with_edit_tool() -> Registry {
                 ..Presentation::default()
             }
         },
+        preview: None,
         execute: Arc::new(|_ctx, args| Box::pin(async move { Ok(tinycode::tool::ToolOutput::text(format!("marked {}", args["path"].as_str().unwrap_or("?")))) })),
     });
     registry

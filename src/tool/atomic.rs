@@ -1,0 +1,93 @@
+//! Atomic file replacement on disk: write a uniquely named temporary sibling, flush it, give it the target's
+//! mode (0644 for a new file), and rename it over the target. A symlink is followed so its target is replaced
+//! and the link survives. Parent directories are created with mode 0755.
+//!
+//! Owns the disk write protocol. Blocking: call it from a blocking thread.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Mode of files the agent creates.
+pub const NEW_FILE_MODE: u32 = 0o644;
+/// Mode of directories the agent creates.
+pub const NEW_DIR_MODE: u32 = 0o755;
+
+/// The file a write to `path` must replace: `path` itself, or what its symlink chain points to.
+pub fn write_target(path: &Path) -> PathBuf {
+    let mut current = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::read_link(&current) {
+            Ok(link) => {
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Err(_) => return current,
+        }
+    }
+    current
+}
+
+/// Replace `path` with `content` atomically. Returns whether the file existed before.
+pub fn write(path: &Path, content: &[u8]) -> std::io::Result<bool> {
+    let target = write_target(path);
+    let dir = target.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
+    std::fs::DirBuilder::new().recursive(true).mode(NEW_DIR_MODE).create(dir)?;
+    let existing = std::fs::metadata(&target).ok();
+    let mode = existing.as_ref().map(|m| m.permissions().mode() & 0o7777).unwrap_or(NEW_FILE_MODE);
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = dir.join(format!(".{name}.tinycode-{}.tmp", uuid::Uuid::new_v4().simple()));
+    let result = (|| {
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+        file.write_all(content)?;
+        file.sync_all()?;
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
+        std::fs::rename(&temp, &target)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result.map(|()| existing.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_file_gets_0644_and_parent_directories_0755() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/new.txt");
+        assert!(!write(&path, b"hi").unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), b"hi");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::metadata(dir.path().join("a/b")).unwrap().permissions().mode() & 0o777, 0o755);
+    }
+
+    #[test]
+    fn an_existing_file_keeps_its_mode_and_no_temporary_file_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.sh");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(write(&path, b"new").unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o750);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("run.sh")]);
+    }
+
+    #[test]
+    fn writing_through_a_symlink_replaces_the_target_and_keeps_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.txt");
+        let link = dir.path().join("link.txt");
+        std::fs::write(&real, "old").unwrap();
+        std::os::unix::fs::symlink("real.txt", &link).unwrap();
+        write(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "new");
+    }
+}

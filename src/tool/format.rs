@@ -1,0 +1,75 @@
+//! Formatters from config (`[formatters]`, file extension → command), run after a write. A formatter failure is
+//! reported to the model and never undoes the write.
+//!
+//! Owns running the formatter process. Must not write files itself.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// How long a formatter may run.
+const FORMAT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The command configured for `path`'s extension, with `{file}` replaced by the path (or the path appended).
+pub fn command_for(formatters: &BTreeMap<String, Vec<String>>, path: &Path) -> Option<Vec<String>> {
+    let ext = path.extension()?.to_str()?;
+    let template = formatters.get(ext).filter(|c| !c.is_empty())?;
+    let file = path.to_string_lossy();
+    let mut command: Vec<String> = template.iter().map(|a| a.replace("{file}", &file)).collect();
+    if !template.iter().any(|a| a.contains("{file}")) {
+        command.push(file.into_owned());
+    }
+    Some(command)
+}
+
+/// Run `command` in `cwd`. `Err` carries a message for the model.
+pub async fn run(command: &[String], cwd: &Path) -> Result<(), String> {
+    let Some((program, args)) = command.split_first() else { return Ok(()) };
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("could not start `{program}`: {e}"))?;
+    let output = match tokio::time::timeout(FORMAT_TIMEOUT, child.wait_with_output()).await {
+        Err(_) => return Err(format!("`{program}` did not finish within {} s", FORMAT_TIMEOUT.as_secs())),
+        Ok(Err(e)) => return Err(format!("`{program}` failed: {e}")),
+        Ok(Ok(output)) => output,
+    };
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let detail = if stderr.trim().is_empty() { stdout.trim().to_string() } else { stderr.trim().to_string() };
+    let detail = crate::tool::truncate::floor_char_boundary(&detail, 2_000).to_string();
+    Err(format!("`{}` exited with {}: {detail}", command.join(" "), output.status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_is_substituted_or_appended() {
+        let formatters = BTreeMap::from([
+            ("rs".to_string(), vec!["rustfmt".to_string()]),
+            ("py".to_string(), vec!["black".to_string(), "-q".to_string(), "{file}".to_string()]),
+        ]);
+        assert_eq!(command_for(&formatters, Path::new("/p/a.rs")), Some(vec!["rustfmt".into(), "/p/a.rs".into()]));
+        assert_eq!(command_for(&formatters, Path::new("/p/a.py")), Some(vec!["black".into(), "-q".into(), "/p/a.py".into()]));
+        assert_eq!(command_for(&formatters, Path::new("/p/a.go")), None);
+    }
+
+    #[tokio::test]
+    async fn a_failing_formatter_reports_its_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = run(&["sh".into(), "-c".into(), "echo bad syntax >&2; exit 3".into()], dir.path()).await.unwrap_err();
+        assert_eq!(err, "`sh -c echo bad syntax >&2; exit 3` exited with exit status: 3: bad syntax");
+        assert!(run(&["true".into()], dir.path()).await.is_ok());
+        assert!(run(&["/nonexistent/fmt".into()], dir.path()).await.unwrap_err().starts_with("could not start"));
+    }
+}

@@ -125,7 +125,10 @@ impl ClientFs for SessionClient {
     }
 
     fn write<'a>(&'a self, path: &'a std::path::Path, content: &'a str) -> BoxFuture<'a, Result<(), String>> {
-        let request = acp::WriteTextFileRequest::new(self.session_id.clone(), path.to_path_buf(), content.to_string());
-        Box::pin(async move { self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message) })
+        let request =
+            acp::WriteTextFileRequest::new(self.session_id.clone(), path.to_path_buf(), content.to_string());
+        Box::pin(async move {
+            self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message)
+        })
     }
 }

@@ -91,7 +91,8 @@ fn new_session(
     let capabilities = state.client_capabilities();
     let created = state.manager.create(&cwd, mcp, |id| {
         let client = Arc::new(SessionClient::new(cx.clone(), id, capabilities));
-        let fs: Option<Arc<dyn crate::tool::files::ClientFs>> = if client.has_fs() { Some(client.clone()) } else { None };
+        let fs: Option<Arc<dyn crate::tool::files::ClientFs>> =
+            if client.has_fs() { Some(client.clone()) } else { None };
         Seams { sink: client.clone(), approver: Some(client), fs }
     });
     match created {

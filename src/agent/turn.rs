@@ -17,14 +17,14 @@ use super::event::{AgentEvent, EventSink, ToolStatus};
 use super::history::History;
 use super::system_prompt;
 use crate::bus::Bus;
+use crate::bus::Event;
 use crate::config::Config;
+use crate::display::Location;
 use crate::llm::repair::{self, Fix};
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission;
-use crate::bus::Event;
-use crate::display::Location;
 use crate::tool::files::Files;
 use crate::tool::{self, Context, Progress, Registry, invalid};
 

@@ -127,7 +127,10 @@ struct RetryLayer {
 }
 
 /// Per-key merge: entries of `higher` win over those of `lower`.
-fn merge_maps<V>(higher: Option<BTreeMap<String, V>>, lower: Option<BTreeMap<String, V>>) -> Option<BTreeMap<String, V>> {
+fn merge_maps<V>(
+    higher: Option<BTreeMap<String, V>>,
+    lower: Option<BTreeMap<String, V>>,
+) -> Option<BTreeMap<String, V>> {
     match (higher, lower) {
         (Some(higher), Some(mut lower)) => {
             lower.extend(higher);

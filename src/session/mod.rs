@@ -156,7 +156,12 @@ impl Manager {
         let config = Config::load(&self.sources, cwd)?;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let seams = seams(&id);
-        let files = Arc::new(Files::new(vec![cwd.to_path_buf()], seams.fs, self.locks.clone(), config.formatters.clone()));
+        let files = Arc::new(Files::new(
+            vec![cwd.to_path_buf()],
+            seams.fs,
+            self.locks.clone(),
+            config.formatters.clone(),
+        ));
         let session = Arc::new(Session {
             id: id.clone(),
             cwd: cwd.to_path_buf(),

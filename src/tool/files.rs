@@ -297,15 +297,34 @@ mod tests {
         let f = files(dir.path());
         let path = dir.path().join("a.txt");
         let err = f.check_fresh(&path, "x", false).unwrap_err();
-        assert_eq!(err, ToolError::retry(format!("You must read {} before changing it. Use the read tool first.", path.display())));
+        assert_eq!(
+            err,
+            ToolError::retry(format!(
+                "You must read {} before changing it. Use the read tool first.",
+                path.display()
+            ))
+        );
         f.record_read(&path, "x", false);
         assert!(f.check_fresh(&path, "x", false).is_ok());
-        assert!(f.check_fresh(&path, "x", true).unwrap_err().to_string().starts_with("You have only read part of"));
-        assert!(f.check_fresh(&path, "y", false).unwrap_err().to_string().contains("has changed since you last read it"));
+        assert!(
+            f.check_fresh(&path, "x", true)
+                .unwrap_err()
+                .to_string()
+                .starts_with("You have only read part of")
+        );
+        assert!(
+            f.check_fresh(&path, "y", false)
+                .unwrap_err()
+                .to_string()
+                .contains("has changed since you last read it")
+        );
         f.record_read(&path, "x", true);
         assert!(f.check_fresh(&path, "x", true).is_ok());
         f.record_read(&path, "x", false);
-        assert!(f.check_fresh(&path, "x", true).is_ok(), "a later partial read of unchanged text keeps the full read");
+        assert!(
+            f.check_fresh(&path, "x", true).is_ok(),
+            "a later partial read of unchanged text keeps the full read"
+        );
     }
 
     #[tokio::test]

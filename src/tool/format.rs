@@ -59,17 +59,27 @@ mod tests {
             ("rs".to_string(), vec!["rustfmt".to_string()]),
             ("py".to_string(), vec!["black".to_string(), "-q".to_string(), "{file}".to_string()]),
         ]);
-        assert_eq!(command_for(&formatters, Path::new("/p/a.rs")), Some(vec!["rustfmt".into(), "/p/a.rs".into()]));
-        assert_eq!(command_for(&formatters, Path::new("/p/a.py")), Some(vec!["black".into(), "-q".into(), "/p/a.py".into()]));
+        assert_eq!(
+            command_for(&formatters, Path::new("/p/a.rs")),
+            Some(vec!["rustfmt".into(), "/p/a.rs".into()])
+        );
+        assert_eq!(
+            command_for(&formatters, Path::new("/p/a.py")),
+            Some(vec!["black".into(), "-q".into(), "/p/a.py".into()])
+        );
         assert_eq!(command_for(&formatters, Path::new("/p/a.go")), None);
     }
 
     #[tokio::test]
     async fn a_failing_formatter_reports_its_output() {
         let dir = tempfile::tempdir().unwrap();
-        let err = run(&["sh".into(), "-c".into(), "echo bad syntax >&2; exit 3".into()], dir.path()).await.unwrap_err();
+        let err = run(&["sh".into(), "-c".into(), "echo bad syntax >&2; exit 3".into()], dir.path())
+            .await
+            .unwrap_err();
         assert_eq!(err, "`sh -c echo bad syntax >&2; exit 3` exited with exit status: 3: bad syntax");
         assert!(run(&["true".into()], dir.path()).await.is_ok());
-        assert!(run(&["/nonexistent/fmt".into()], dir.path()).await.unwrap_err().starts_with("could not start"));
+        assert!(
+            run(&["/nonexistent/fmt".into()], dir.path()).await.unwrap_err().starts_with("could not start")
+        );
     }
 }

@@ -21,6 +21,7 @@ pub mod read;
 pub mod secrets;
 pub mod truncate;
 pub mod walk;
+pub mod write;
 
 use std::any::Any;
 use std::path::{Path, PathBuf};
@@ -98,7 +99,8 @@ pub struct Preview {
 }
 
 /// Computes a change in memory before the permission ask. Errors go to the model without asking.
-pub type PreviewFn = Arc<dyn Fn(Context, Value) -> BoxFuture<'static, Result<Preview, ToolError>> + Send + Sync>;
+pub type PreviewFn =
+    Arc<dyn Fn(Context, Value) -> BoxFuture<'static, Result<Preview, ToolError>> + Send + Sync>;
 
 /// One tool (seed 000 `Def`).
 pub struct Def {
@@ -246,6 +248,9 @@ impl Registry {
     pub fn builtins() -> Self {
         let registry = Registry::default();
         registry.register(read::def());
+        registry.register(write::def());
+        registry.register(edit::def());
+        registry.register(apply_patch::def());
         registry.register(glob::def());
         registry.register(grep::def());
         registry.register(invalid::def());
@@ -419,6 +424,63 @@ async fn preview_and_save(ctx: &Context, text: String) -> String {
             format!("{preview}\n\nThe output was truncated (the full output could not be saved: {e}).")
         }
     }
+}
+
+/// `path` relative to the session directory when it is inside it, for titles and summaries.
+pub fn shown(path: &Path, cwd: &Path) -> String {
+    path.strip_prefix(cwd).unwrap_or(path).display().to_string()
+}
+
+/// The 1-based line holding byte `offset` of `text`.
+pub fn line_of(text: &str, offset: usize) -> u32 {
+    let offset = offset.min(text.len());
+    u32::try_from(text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1).unwrap_or(u32::MAX)
+}
+
+/// The first 1-based line where `old` and `new` differ (1 for a new file).
+pub fn first_changed_line(old: Option<&str>, new: &str) -> u32 {
+    let Some(old) = old else { return 1 };
+    let same = old.split('\n').zip(new.split('\n')).take_while(|(a, b)| a == b).count();
+    u32::try_from(same + 1).unwrap_or(u32::MAX)
+}
+
+/// Refuse writes that would put a new secret into a file.
+pub fn veto_secrets(path: &Path, old: &str, new: &str) -> Result<(), ToolError> {
+    let kinds = secrets::introduced(old, new);
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::retry(format!(
+        "Refusing to write {}: the new content contains what looks like a {}. Secrets must not be written into files by the agent; reference an environment variable instead and let the user add the value.",
+        path.display(),
+        kinds.join(" and a ")
+    )))
+}
+
+/// The path a file-changing tool may write: resolved, inside the workspace, not a directory.
+pub async fn writable(ctx: &Context, raw: &str) -> Result<PathBuf, ToolError> {
+    let path = ctx.files.check_boundary(&ctx.resolve(raw))?;
+    if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
+        return Err(ToolError::retry(format!("{} is a directory, not a file.", path.display())));
+    }
+    Ok(path)
+}
+
+/// Check, right before writing, that `path` still holds what the preview saw (the user may take a while to
+/// approve, and the file may change meanwhile).
+pub async fn unchanged_since_preview(
+    ctx: &Context,
+    path: &Path,
+    seen: Option<&str>,
+) -> Result<(), ToolError> {
+    let now = ctx.files.read_text(path).await?;
+    if now.as_deref() == seen {
+        return Ok(());
+    }
+    Err(ToolError::retry(format!(
+        "{} changed while the change was waiting for approval. Read it again and redo the change.",
+        path.display()
+    )))
 }
 
 /// Read a required string argument.

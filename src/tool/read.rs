@@ -223,7 +223,11 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
         None => return Err(not_found(&path)),
     };
     if is_binary(text.as_bytes()) {
-        return Err(ToolError::retry(format!("Cannot read binary file: {} ({} bytes)", path.display(), meta.len())));
+        return Err(ToolError::retry(format!(
+            "Cannot read binary file: {} ({} bytes)",
+            path.display(),
+            meta.len()
+        )));
     }
     let (output, full) = format_lines(&text, offset, limit)?;
     ctx.files.record_read(&path, &text, full);

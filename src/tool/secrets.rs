@@ -44,7 +44,10 @@ mod tests {
         assert_eq!(introduced("", key), vec!["private key"]);
         assert_eq!(introduced("", "aws = \"AKIAIOSFODNN7EXAMPLE\""), vec!["AWS access key"]);
         assert_eq!(introduced("", &format!("token: ghp_{}", "a".repeat(36))), vec!["GitHub token"]);
-        assert_eq!(introduced("", &format!("OPENAI_API_KEY=sk-proj-{}", "x".repeat(48))), vec!["OpenAI API key"]);
+        assert_eq!(
+            introduced("", &format!("OPENAI_API_KEY=sk-proj-{}", "x".repeat(48))),
+            vec!["OpenAI API key"]
+        );
         assert_eq!(introduced("", &format!("k = AIza{}", "b".repeat(35))), vec!["Google API key"]);
     }
 

@@ -161,7 +161,10 @@ async fn an_unknown_tool_lists_the_available_ones() {
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::builtins();
     let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
-    assert_eq!(outcome.output, "Unknown tool `nope`. Available tools: read, glob, grep.");
+    assert_eq!(
+        outcome.output,
+        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, glob, grep."
+    );
     assert!(outcome.is_error);
 }
 

@@ -1,5 +1,5 @@
-//! The `edit` tool (seed 000 §8.3): search-and-replace through the ten-strategy cascade, shown to the user as a
-//! diff before it is written.
+//! The `edit` tool (seed 000 §8.3): search-and-replace through the ten-strategy cascade, computed in memory,
+//! shown to the user as a diff, then written. Binary files and files over 10 MB are refused up front.
 
 pub mod cascade;
 pub mod levenshtein;
@@ -7,3 +7,191 @@ pub mod replacers;
 
 #[cfg(test)]
 mod vectors;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{
+    Context, Def, Preview, ToolError, ToolOutput, arg_str, line_of, read, resolve_path, shown,
+    unchanged_since_preview, veto_secrets, writable,
+};
+use crate::bus::Event;
+use crate::display::{Content, Kind, Location, Presentation};
+use crate::permission::Category;
+use replacers::Strategy;
+
+pub const ID: &str = "edit";
+/// Larger files are refused.
+pub const MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
+/// Lines of context around the edited region in the result.
+const SNIPPET_CONTEXT: u32 = 3;
+
+pub fn def() -> Def {
+    Def {
+        id: ID.into(),
+        description: include_str!("../descriptions/edit.md").into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file to edit"},
+                "old_string": {"type": "string", "description": "The text to replace"},
+                "new_string": {"type": "string", "description": "The replacement text"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)", "default": false}
+            },
+            "required": ["file_path", "old_string", "new_string"]
+        }),
+        permission: Some(Category::Edit),
+        present,
+        preview: Some(Arc::new(|ctx, args| Box::pin(preview(ctx, args)))),
+        execute: Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
+    }
+}
+
+fn present(args: &Value, cwd: &Path) -> Presentation {
+    let path = args.get("file_path").and_then(Value::as_str).map(|p| resolve_path(cwd, p));
+    Presentation {
+        title: path.as_ref().map(|p| format!("Edit {}", shown(p, cwd))).unwrap_or_else(|| "Edit file".into()),
+        kind: Kind::Edit,
+        patterns: path.iter().map(|p| p.to_string_lossy().into_owned()).collect(),
+        ..Presentation::default()
+    }
+}
+
+struct Plan {
+    path: PathBuf,
+    old: Option<String>,
+    new: String,
+    strategy: Option<Strategy>,
+    count: usize,
+    first_line: u32,
+    last_line: u32,
+    _lock: tokio::sync::OwnedMutexGuard<()>,
+}
+
+fn bool_arg(args: &Value, name: &str) -> Result<bool, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(Value::String(s)) if s == "true" || s == "false" => Ok(s == "true"),
+        Some(other) => Err(ToolError::retry(format!("`{name}` must be a boolean, got {other}"))),
+    }
+}
+
+/// The current text of an existing file, refusing what the edit tool cannot handle.
+async fn editable_text(ctx: &Context, path: &Path) -> Result<Option<String>, ToolError> {
+    if let Ok(meta) = tokio::fs::metadata(path).await
+        && meta.len() > MAX_EDIT_BYTES
+    {
+        return Err(ToolError::retry(format!(
+            "{} is {} bytes; files over 10 MB cannot be edited. Use apply_patch with small hunks or a shell tool.",
+            path.display(),
+            meta.len()
+        )));
+    }
+    let text = ctx.files.read_text(path).await?;
+    if let Some(text) = &text
+        && read::is_binary(text.as_bytes())
+    {
+        return Err(ToolError::retry(format!("{} is a binary file and cannot be edited.", path.display())));
+    }
+    Ok(text)
+}
+
+fn not_found(path: &Path) -> ToolError {
+    let similar: Vec<String> = read::suggest_similar(path).iter().map(|p| p.display().to_string()).collect();
+    let mut message = format!(
+        "File not found: {}. To create it, use write (or edit with an empty old_string).",
+        path.display()
+    );
+    if !similar.is_empty() {
+        message.push_str(&format!("\n\nDid you mean one of these?\n{}", similar.join("\n")));
+    }
+    ToolError::retry(message)
+}
+
+async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
+    let path = writable(&ctx, arg_str(&args, "file_path")?).await?;
+    let (old_string, new_string) = (arg_str(&args, "old_string")?, arg_str(&args, "new_string")?);
+    let replace_all = bool_arg(&args, "replace_all")?;
+    let lock = ctx.files.lock(&path).await;
+    let old = editable_text(&ctx, &path).await?;
+    match &old {
+        Some(text) => ctx.files.check_fresh(&path, text, false)?,
+        None if !old_string.is_empty() => return Err(not_found(&path)),
+        None => {}
+    }
+    let edited = cascade::edit(old.as_deref().unwrap_or(""), old_string, new_string, replace_all)
+        .map_err(|e| ToolError::retry(e.message(&path.display().to_string())))?;
+    veto_secrets(&path, old.as_deref().unwrap_or(""), &edited.content)?;
+    let first_line = line_of(&edited.content, edited.offset);
+    let last_line = line_of(&edited.content, edited.offset + edited.inserted_len);
+    let presentation = Presentation {
+        title: format!("Edit {}", shown(&path, &ctx.directory)),
+        kind: Kind::Edit,
+        locations: vec![Location::at_line(&path, first_line)],
+        patterns: vec![path.to_string_lossy().into_owned()],
+        content: vec![Content::Diff {
+            path: path.clone(),
+            old_text: old.clone(),
+            new_text: edited.content.clone(),
+        }],
+    };
+    let plan = Plan {
+        path,
+        old,
+        new: edited.content,
+        strategy: edited.strategy,
+        count: edited.count,
+        first_line,
+        last_line,
+        _lock: lock,
+    };
+    Ok(Preview { presentation, plan: Arc::new(plan) })
+}
+
+async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
+    let plan = ctx.plan::<Plan>()?;
+    unchanged_since_preview(&ctx, &plan.path, plan.old.as_deref()).await?;
+    let written = ctx.files.write(&plan.path, &plan.new, &ctx.directory).await?;
+    ctx.bus.publish(Event::FileModified {
+        session_id: ctx.session_id.clone(),
+        call_id: ctx.call_id.clone(),
+        path: plan.path.clone(),
+        operation: "edit".into(),
+    });
+    let how = match plan.strategy {
+        Some(strategy) => format!(
+            "{} replacement{} ({} matched)",
+            plan.count,
+            if plan.count == 1 { "" } else { "s" },
+            strategy.name()
+        ),
+        None if plan.old.is_some() => "whole file replaced".to_string(),
+        None => "file created".to_string(),
+    };
+    let first = plan.first_line.saturating_sub(SNIPPET_CONTEXT).max(1) as usize;
+    let last = (plan.last_line + SNIPPET_CONTEXT) as usize;
+    let snippet = cascade::numbered_excerpt(&written.content, first, last);
+    let mut output = format!("Edited {}: {how}.\n\n{snippet}", plan.path.display());
+    if let Some(error) = &written.formatter_error {
+        output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));
+    }
+    Ok(ToolOutput {
+        output,
+        display: vec![Content::Diff {
+            path: plan.path.clone(),
+            old_text: plan.old.clone(),
+            new_text: written.content.clone(),
+        }],
+        locations: vec![Location::at_line(&plan.path, plan.first_line)],
+        metadata: json!({
+            "path": plan.path,
+            "strategy": plan.strategy.map(Strategy::name),
+            "replacements": plan.count,
+            "formatterError": written.formatter_error,
+        }),
+        bounded: false,
+    })
+}

@@ -1,5 +1,6 @@
 mod binary;
 mod cancel;
+mod edits;
 mod errors;
 mod permission;
 mod protocol;

@@ -32,11 +32,20 @@ pub enum Answer {
     Fail,
 }
 
+/// Runs just before the client answers a permission ask (to change the world while the user "thinks").
+pub type BeforeAnswer = Box<dyn FnOnce() + Send>;
+
 #[derive(Default)]
 pub struct Log {
     pub updates: Mutex<Vec<acp::SessionNotification>>,
     pub permission_requests: Mutex<Vec<acp::RequestPermissionRequest>>,
     pub answers: Mutex<VecDeque<Answer>>,
+    pub before_answer: Mutex<Option<BeforeAnswer>>,
+    /// Editor buffers that differ from disk (unsaved changes), by path.
+    pub buffers: Mutex<std::collections::BTreeMap<PathBuf, String>>,
+    /// Every `fs/read_text_file` path and `fs/write_text_file` (path, content), in order.
+    pub fs_reads: Mutex<Vec<PathBuf>>,
+    pub fs_writes: Mutex<Vec<(PathBuf, String)>>,
 }
 
 pub struct TestClient {
@@ -66,7 +75,7 @@ impl TestClient {
         let changed_tx = Arc::new(changed_tx);
         let (cx_tx, cx_rx) = oneshot::channel();
         let (stop, stop_rx) = oneshot::channel::<()>();
-        let (log1, log2) = (log.clone(), log.clone());
+        let (log1, log2, log3, log4) = (log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2) = (changed_tx.clone(), changed_tx.clone());
         tokio::spawn(async move {
             let result = Client
@@ -82,6 +91,10 @@ impl TestClient {
                 )
                 .on_receive_request(
                     async move |request: acp::RequestPermissionRequest, responder, _cx| {
+                        let hook = log2.before_answer.lock().unwrap().take();
+                        if let Some(hook) = hook {
+                            hook();
+                        }
                         let answer = log2.answers.lock().unwrap().pop_front();
                         let options = request.options.clone();
                         log2.permission_requests.lock().unwrap().push(request);
@@ -102,6 +115,33 @@ impl TestClient {
                     },
                     agent_client_protocol::on_receive_request!(),
                 )
+                .on_receive_request(
+                    async move |request: acp::ReadTextFileRequest, responder, _cx| {
+                        log3.fs_reads.lock().unwrap().push(request.path.clone());
+                        let buffer = log3.buffers.lock().unwrap().get(&request.path).cloned();
+                        match buffer.map(Ok).unwrap_or_else(|| std::fs::read_to_string(&request.path)) {
+                            Ok(content) => responder.respond(acp::ReadTextFileResponse::new(content)),
+                            Err(e) => responder.respond_with_error(Error::new(
+                                agent_client_protocol::ErrorCode::RESOURCE_NOT_FOUND,
+                                e.to_string(),
+                            )),
+                        }
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::WriteTextFileRequest, responder, _cx| {
+                        // Like Zed: the buffer takes the text and is saved to disk.
+                        log4.fs_writes.lock().unwrap().push((request.path.clone(), request.content.clone()));
+                        log4.buffers.lock().unwrap().remove(&request.path);
+                        if let Some(dir) = request.path.parent() {
+                            std::fs::create_dir_all(dir).unwrap();
+                        }
+                        std::fs::write(&request.path, &request.content).unwrap();
+                        responder.respond(acp::WriteTextFileResponse::new())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
                 .connect_with(
                     ByteStreams::new(client_write.compat_write(), client_read.compat()),
                     async move |cx| {
@@ -119,8 +159,9 @@ impl TestClient {
         TestClient { cx, log, changed, stop: Some(stop), agent }
     }
 
-    pub async fn initialize(&self) -> acp::InitializeResponse {
-        self.cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1)).block_task().await.unwrap()
+    pub async fn initialize(&self, capabilities: acp::ClientCapabilities) -> acp::InitializeResponse {
+        let request = acp::InitializeRequest::new(ProtocolVersion::V1).client_capabilities(capabilities);
+        self.cx.send_request(request).block_task().await.unwrap()
     }
 
     pub async fn new_session(&self, cwd: &Path) -> acp::SessionId {
@@ -223,11 +264,28 @@ pub struct Setup {
     /// Lines of the project's `.tinycode/config.toml`.
     pub project_config: String,
     pub registry: Option<Registry>,
+    pub capabilities: acp::ClientCapabilities,
+}
+
+/// What an editor with a file system (Zed) declares.
+pub fn editor_fs() -> acp::ClientCapabilities {
+    acp::ClientCapabilities::new()
+        .fs(acp::FileSystemCapabilities::new().read_text_file(true).write_text_file(true))
 }
 
 impl Setup {
     pub fn new(script: Vec<Reply>) -> Self {
-        Self { script, project_config: String::new(), registry: None }
+        Self {
+            script,
+            project_config: String::new(),
+            registry: None,
+            capabilities: acp::ClientCapabilities::new(),
+        }
+    }
+
+    pub fn capabilities(mut self, capabilities: acp::ClientCapabilities) -> Self {
+        self.capabilities = capabilities;
+        self
     }
 
     pub fn config(mut self, toml: &str) -> Self {
@@ -261,7 +319,7 @@ impl Setup {
         let sources = sources(&model.base_url, &data, &config_home);
         let registry = Arc::new(self.registry.unwrap_or_else(Registry::builtins));
         let client = TestClient::start(Manager::with_registry(sources, registry)).await;
-        client.initialize().await;
+        client.initialize(self.capabilities).await;
         Harness { _root: root, cwd, data, model, client }
     }
 }

@@ -20,7 +20,7 @@ use crate::bus::Bus;
 use crate::bus::Event;
 use crate::config::Config;
 use crate::display::Location;
-use crate::llm::repair::{self, Fix};
+use crate::llm::repair;
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
@@ -113,18 +113,24 @@ fn dedupe_ids(calls: &mut [ToolCall]) {
 struct Prepared {
     tool: String,
     args: Value,
-    fixes: Vec<Fix>,
+    notes: Vec<String>,
 }
 
-fn prepare(call: &ToolCall, cut_off: bool) -> Prepared {
+fn prepare(call: &ToolCall, cut_off: bool, registry: &Registry) -> Prepared {
     match repair::repair_arguments(&call.arguments) {
-        Ok((args, fixes)) => Prepared { tool: call.name.clone(), args, fixes },
+        Ok((mut args, fixes)) => {
+            let mut notes: Vec<String> = fixes.iter().map(|f| f.describe().to_string()).collect();
+            if let Some(def) = registry.resolve(&call.name) {
+                notes.extend(tool::input::rename_aliases(&mut args, &def.parameters));
+            }
+            Prepared { tool: call.name.clone(), args, notes }
+        }
         Err(error) => {
             let error = if cut_off { CUT_OFF.to_string() } else { error };
             Prepared {
                 tool: invalid::ID.into(),
                 args: invalid::args(&call.name, &error, &call.arguments),
-                fixes: Vec::new(),
+                notes: Vec::new(),
             }
         }
     }
@@ -301,7 +307,7 @@ impl Turn<'_> {
         if self.cancel.is_cancelled() {
             return tool::Outcome::cancelled().output;
         }
-        let prepared = prepare(call, cut_off);
+        let prepared = prepare(call, cut_off, self.registry);
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
         let context = self.context(&ui_id, &prepared.tool, &prepared.args);
@@ -319,11 +325,10 @@ impl Turn<'_> {
             // A cancelled ask (or one the client failed to answer) ends the whole turn, not just this call.
             self.cancel.cancel();
         }
-        let output = if prepared.fixes.is_empty() {
+        let output = if prepared.notes.is_empty() {
             outcome.output
         } else {
-            let notes: Vec<&str> = prepared.fixes.iter().map(|f| f.describe()).collect();
-            format!("<repair_note>{}</repair_note>\n{}", notes.join("; "), outcome.output)
+            format!("<repair_note>{}</repair_note>\n{}", prepared.notes.join("; "), outcome.output)
         };
         let raw_output =
             if outcome.metadata.is_null() { json!({"output": output}) } else { outcome.metadata };
@@ -360,11 +365,12 @@ mod tests {
     #[test]
     fn unparseable_arguments_are_routed_to_the_invalid_tool_and_cut_off_calls_say_so() {
         let call = ToolCall { id: "c".into(), name: "read".into(), arguments: "{\"file_path\": \"/a".into() };
-        let prepared = prepare(&call, false);
+        let registry = Registry::builtins();
+        let prepared = prepare(&call, false, &registry);
         assert_eq!(prepared.tool, "invalid");
         assert_eq!(prepared.args["original_name"], "read");
         assert_eq!(prepared.args["error"], "invalid JSON: EOF while parsing a string at line 1 column 17");
-        let prepared = prepare(&call, true);
+        let prepared = prepare(&call, true, &registry);
         assert_eq!(prepared.args["error"], CUT_OFF);
     }
 }

@@ -16,6 +16,7 @@ pub mod files;
 pub mod format;
 pub mod glob;
 pub mod grep;
+pub mod input;
 pub mod invalid;
 pub mod read;
 pub mod secrets;

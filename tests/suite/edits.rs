@@ -420,3 +420,26 @@ async fn crlf_files_stay_crlf_through_apply_patch() {
     h.client.prompt(&session, "patch").await.unwrap();
     assert_eq!(std::fs::read(&file).unwrap(), b"one\r\n2\r\nthree\r\n");
 }
+
+#[tokio::test]
+async fn common_argument_aliases_are_renamed_and_the_model_is_told() {
+    let h = Harness::start(vec![]).await;
+    let file = h.write("alias.txt", "old content\n");
+    let edit = json!({"filePath": file, "oldString": "old", "newString": "new"}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("e".into(), "edit".into(), edit)]], "ok"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "edit").await.unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "new content\n");
+    let result = tool_result(&h.model.messages(2), "e");
+    assert!(
+        result.starts_with("<repair_note>renamed filePath→file_path; renamed oldString→old_string; renamed newString→new_string</repair_note>\nEdited "),
+        "{result}"
+    );
+    let call = h.client.updates(&session).into_iter().find(|u| u["toolCallId"] == "e").unwrap();
+    assert_eq!(
+        call["rawInput"],
+        json!({"file_path": file, "old_string": "old", "new_string": "new"}),
+        "the editor sees the repaired input"
+    );
+}

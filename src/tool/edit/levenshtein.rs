@@ -26,6 +26,37 @@ pub fn distance(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
+/// The distance between `a` and `b` if it is at most `limit`, computed only in the diagonal band that can
+/// stay within the limit (two rows of `2·limit + 1` cells).
+pub fn distance_within(a: &[char], b: &[char], limit: usize) -> Option<usize> {
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    if a.is_empty() || b.is_empty() {
+        return Some(a.len().max(b.len()));
+    }
+    let far = limit + 1;
+    let mut previous: Vec<usize> = (0..=b.len()).map(|j| if j <= limit { j } else { far }).collect();
+    let mut current = vec![far; b.len() + 1];
+    for i in 1..=a.len() {
+        let (low, high) = (i.saturating_sub(limit).max(1), (i + limit).min(b.len()));
+        current.fill(far);
+        current[0] = if i <= limit { i } else { far };
+        let mut best = current[0];
+        for j in low..=high {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let value = substitution.min(previous[j] + 1).min(current[j - 1] + 1).min(far);
+            current[j] = value;
+            best = best.min(value);
+        }
+        if best > limit {
+            return None;
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    (previous[b.len()] <= limit).then_some(previous[b.len()])
+}
+
 /// `1 − distance / max(len)`; two empty strings are identical (1.0).
 pub fn similarity(a: &str, b: &str) -> f64 {
     let longest = a.chars().count().max(b.chars().count());
@@ -46,6 +77,32 @@ mod tests {
         assert_eq!(distance("abc", ""), 3);
         assert_eq!(distance("flaw", "lawn"), 2);
         assert_eq!(distance("héllo", "hello"), 1, "characters, not bytes");
+    }
+
+    #[test]
+    fn the_banded_distance_agrees_with_the_full_one_within_its_limit() {
+        let words = [
+            "kitten",
+            "sitting",
+            "",
+            "abc",
+            "flaw",
+            "lawn",
+            "héllo",
+            "hello",
+            "a much longer line of code",
+            "a much lunger line of cod",
+        ];
+        for a in words {
+            for b in words {
+                let (ca, cb): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                let full = distance(a, b);
+                for limit in 0..8 {
+                    let expected = (full <= limit).then_some(full);
+                    assert_eq!(distance_within(&ca, &cb, limit), expected, "{a:?} {b:?} {limit}");
+                }
+            }
+        }
     }
 
     #[test]

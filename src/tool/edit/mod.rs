@@ -122,7 +122,12 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         None if !old_string.is_empty() => return Err(not_found(&path)),
         None => {}
     }
-    let edited = cascade::edit(old.as_deref().unwrap_or(""), old_string, new_string, replace_all)
+    // The cascade is CPU work (fuzzy matching over large files): keep it off the async runtime.
+    let (text, find, replacement) =
+        (old.clone().unwrap_or_default(), old_string.to_string(), new_string.to_string());
+    let edited = tokio::task::spawn_blocking(move || cascade::edit(&text, &find, &replacement, replace_all))
+        .await
+        .map_err(|e| ToolError::execution(format!("the edit failed: {e}")))?
         .map_err(|e| ToolError::retry(e.message(&path.display().to_string())))?;
     veto_secrets(&path, old.as_deref().unwrap_or(""), &edited.content)?;
     let first_line = line_of(&edited.content, edited.offset);

@@ -159,24 +159,22 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64) -> Vec<String> {
     best.map(|(_, i, j)| vec![block(content, &starts, i, j).to_string()]).unwrap_or_default()
 }
 
-fn normalize_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
-    let wanted = normalize_whitespace(find);
+    let wanted: Vec<&str> = find.split_whitespace().collect();
     if wanted.is_empty() {
         return Vec::new();
     }
+    let joined = wanted.join(" ");
     let lines: Vec<&str> = content.split('\n').collect();
+    let tokens: Vec<Vec<&str>> = lines.iter().map(|l| l.split_whitespace().collect()).collect();
     let mut found = Vec::new();
-    let words: Vec<String> = find.split_whitespace().map(regex::escape).collect();
-    let pattern = regex::Regex::new(&words.join(r"\s+")).ok();
-    for line in &lines {
-        let normalized = normalize_whitespace(line);
-        if normalized == wanted {
+    let pattern =
+        regex::Regex::new(&wanted.iter().map(|w| regex::escape(w)).collect::<Vec<_>>().join(r"\s+")).ok();
+    for (line, line_tokens) in lines.iter().zip(&tokens) {
+        if *line_tokens == wanted {
             found.push(line.to_string());
-        } else if normalized.contains(&wanted)
+        } else if line_tokens.len() > wanted.len()
+            && line_tokens.join(" ").contains(&joined)
             && let Some(m) = pattern.as_ref().and_then(|p| p.find(line))
         {
             found.push(m.as_str().to_string());
@@ -184,10 +182,11 @@ fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
     }
     let count = find.split('\n').count();
     if count > 1 && count <= lines.len() {
-        for window in lines.windows(count) {
-            let text = window.join("\n");
-            if normalize_whitespace(&text) == wanted {
-                found.push(text);
+        for start in 0..=lines.len() - count {
+            let mut window = tokens[start..start + count].iter().flatten();
+            let same = wanted.iter().all(|w| window.next() == Some(w)) && window.next().is_none();
+            if same {
+                found.push(lines[start..start + count].join("\n"));
             }
         }
     }
@@ -218,7 +217,17 @@ fn windows_matching(content: &str, count: usize, matches: impl Fn(&str) -> bool)
 
 fn indentation_flexible(content: &str, find: &str) -> Vec<String> {
     let wanted = remove_indentation(find);
-    windows_matching(content, find.split('\n').count(), |block| remove_indentation(block) == wanted)
+    let find_lines: Vec<&str> = find.split('\n').collect();
+    let lines: Vec<&str> = content.split('\n').collect();
+    if find_lines.len() > lines.len() {
+        return Vec::new();
+    }
+    // Removing a common indent never changes a line's trimmed text, so trimmed equality is a cheap filter.
+    (0..=lines.len() - find_lines.len())
+        .filter(|&i| find_lines.iter().enumerate().all(|(k, f)| lines[i + k].trim() == f.trim()))
+        .map(|i| lines[i..i + find_lines.len()].join("\n"))
+        .filter(|block| remove_indentation(block) == wanted)
+        .collect()
 }
 
 /// Turn the escape sequences a model may have typed literally (`\n`, `\t`, `\"`, ...) into characters.
@@ -258,9 +267,23 @@ fn escape_normalized(content: &str, find: &str) -> Vec<String> {
         found.push(unescaped.clone());
     }
     let wanted = normalize_escapes(find);
-    found.extend(windows_matching(content, wanted.split('\n').count(), |block| {
-        normalize_escapes(block) == wanted
-    }));
+    let wanted_lines: Vec<&str> = wanted.split('\n').collect();
+    let first = wanted_lines[0];
+    let lines: Vec<&str> = content.split('\n').collect();
+    if wanted_lines.len() > lines.len() {
+        return found;
+    }
+    for i in 0..=lines.len() - wanted_lines.len() {
+        // A window can only match if its first line normalises to the pattern's first line (or begins it,
+        // when the line holds an escaped newline).
+        if !normalize_escapes(lines[i]).starts_with(first) {
+            continue;
+        }
+        let block = lines[i..i + wanted_lines.len()].join("\n");
+        if normalize_escapes(&block) == wanted {
+            found.push(block);
+        }
+    }
     found
 }
 
@@ -309,39 +332,25 @@ fn context_aware(content: &str, find: &str) -> Vec<String> {
     found
 }
 
-/// Character histogram folded into 256 buckets: half its L1 distance is a lower bound of the edit distance.
-fn histogram(text: &str) -> [i32; 256] {
-    let mut h = [0; 256];
-    for c in text.chars() {
-        h[(c as u32 % 256) as usize] += 1;
-    }
-    h
-}
-
 fn multi_occurrence(content: &str, find: &str) -> Vec<String> {
     let search = search_lines(find);
     let lines: Vec<&str> = content.split('\n').collect();
     if search.len() > lines.len() {
         return Vec::new();
     }
-    let normalize = |ls: &[&str]| ls.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
-    let wanted = normalize(&search);
-    let (wanted_len, wanted_hist) = (wanted.chars().count(), histogram(&wanted));
+    let trimmed: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
+    let wanted: Vec<char> = search.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n").chars().collect();
     let starts = line_starts(&lines);
+    // (distance, window length, start): the best window so far; later windows must beat its similarity.
     let mut best: Option<(f64, usize)> = None;
     for i in 0..=lines.len() - search.len() {
-        let text = normalize(&lines[i..i + search.len()]);
-        let len = text.chars().count();
-        let budget = ((1.0 - MULTI_OCCURRENCE_MIN) * len.max(wanted_len) as f64).floor() as usize;
-        if len.abs_diff(wanted_len) > budget {
-            continue;
-        }
-        let h = histogram(&text);
-        let l1: i32 = h.iter().zip(&wanted_hist).map(|(a, b)| (a - b).abs()).sum();
-        if (l1 as usize).div_ceil(2) > budget {
-            continue;
-        }
-        let score = similarity(&text, &wanted);
+        let text: Vec<char> = trimmed[i..i + search.len()].join("\n").chars().collect();
+        let longest = text.len().max(wanted.len());
+        let floor = best.map_or(MULTI_OCCURRENCE_MIN, |(score, _)| score);
+        // similarity > floor  ⇔  distance < (1 − floor) · longest
+        let limit = ((1.0 - floor) * longest as f64).floor() as usize;
+        let Some(distance) = super::levenshtein::distance_within(&text, &wanted, limit) else { continue };
+        let score = if longest == 0 { 1.0 } else { 1.0 - distance as f64 / longest as f64 };
         if score >= MULTI_OCCURRENCE_MIN && best.is_none_or(|(b, _)| score > b) {
             best = Some((score, i));
         }

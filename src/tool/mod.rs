@@ -20,6 +20,7 @@ pub mod input;
 pub mod invalid;
 pub mod read;
 pub mod secrets;
+pub mod shell;
 pub mod truncate;
 pub mod walk;
 pub mod write;

@@ -1,0 +1,5 @@
+//! Shell execution: the `bash` tool, background tasks and their tools, command classification on a real shell
+//! tokenizer, process groups, and output capture.
+
+pub mod classify;
+pub mod tokenize;

@@ -45,6 +45,8 @@ pub enum Content {
     Text(String),
     /// A whole-file diff. `old_text: None` means the file is being created.
     Diff { path: PathBuf, old_text: Option<String>, new_text: String },
+    /// A terminal the editor owns (created through the editor's terminal methods), shown live.
+    Terminal(String),
 }
 
 /// How a tool call with given arguments is presented, before it runs.

@@ -115,6 +115,14 @@ async fn run_headless(args: &[String]) -> ExitCode {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    tinycode::tool::shell::process::kill_children_on_panic();
+    let code = dispatch().await;
+    // Nothing this process started may outlive it.
+    tinycode::tool::shell::process::kill_all();
+    code
+}
+
+async fn dispatch() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("acp") => {

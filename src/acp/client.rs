@@ -9,22 +9,41 @@ use agent_client_protocol::v1::schema as acp;
 use futures::future::BoxFuture;
 
 use super::convert;
+use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
 use crate::permission::{Approver, Ask, Reply};
 use crate::tool::files::ClientFs;
+use crate::tool::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
 
 /// The connection to the editor, bound to one session.
-#[derive(Clone)]
 pub struct SessionClient {
     cx: ConnectionTo<Client>,
     session_id: acp::SessionId,
     /// What the client declared in `initialize`.
     capabilities: acp::ClientCapabilities,
+    renderer: std::sync::Mutex<Renderer>,
+}
+
+/// Does the client ask for Zed's terminal `_meta` extension?
+pub fn wants_terminal_meta(capabilities: &acp::ClientCapabilities) -> bool {
+    capabilities.meta.as_ref().and_then(|m| m.get("terminal_output")).and_then(serde_json::Value::as_bool)
+        == Some(true)
 }
 
 impl SessionClient {
-    pub fn new(cx: ConnectionTo<Client>, session_id: &str, capabilities: acp::ClientCapabilities) -> Self {
-        Self { cx, session_id: acp::SessionId::from(session_id.to_string()), capabilities }
+    pub fn new(
+        cx: ConnectionTo<Client>,
+        session_id: &str,
+        capabilities: acp::ClientCapabilities,
+        cwd: std::path::PathBuf,
+    ) -> Self {
+        let renderer = std::sync::Mutex::new(Renderer::new(wants_terminal_meta(&capabilities), cwd));
+        Self { cx, session_id: acp::SessionId::from(session_id.to_string()), capabilities, renderer }
+    }
+
+    /// Commands may run in the editor's terminals: it offers them and does not prefer the `_meta` stream.
+    pub fn offers_terminals(&self) -> bool {
+        self.capabilities.terminal && !wants_terminal_meta(&self.capabilities)
     }
 
     /// Whether the client offers any `fs/*` method.
@@ -42,7 +61,11 @@ impl SessionClient {
 
 impl EventSink for SessionClient {
     fn emit(&self, event: AgentEvent) {
-        self.send(convert::update(event));
+        let update = match self.renderer.lock() {
+            Ok(mut renderer) => renderer.render(event),
+            Err(poisoned) => poisoned.into_inner().render(event),
+        };
+        self.send(update);
     }
 }
 
@@ -127,6 +150,66 @@ impl ClientFs for SessionClient {
     fn write<'a>(&'a self, path: &'a std::path::Path, content: &'a str) -> BoxFuture<'a, Result<(), String>> {
         let request =
             acp::WriteTextFileRequest::new(self.session_id.clone(), path.to_path_buf(), content.to_string());
+        Box::pin(async move {
+            self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message)
+        })
+    }
+}
+
+fn exit_of(status: acp::TerminalExitStatus) -> TerminalExit {
+    TerminalExit { code: status.exit_code, signal: status.signal }
+}
+
+impl ClientTerminals for SessionClient {
+    fn create<'a>(
+        &'a self,
+        command: &'a str,
+        cwd: &'a std::path::Path,
+        output_limit: u64,
+    ) -> BoxFuture<'a, Result<String, String>> {
+        let request = acp::CreateTerminalRequest::new(self.session_id.clone(), "sh")
+            .args(vec!["-c".to_string(), command.to_string()])
+            .cwd(cwd.to_path_buf())
+            .output_byte_limit(output_limit);
+        Box::pin(async move {
+            self.cx
+                .send_request(request)
+                .block_task()
+                .await
+                .map(|r| r.terminal_id.0.to_string())
+                .map_err(|e| e.message)
+        })
+    }
+
+    fn output<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TerminalOutput, String>> {
+        let request = acp::TerminalOutputRequest::new(self.session_id.clone(), id.to_string());
+        Box::pin(async move {
+            let response = self.cx.send_request(request).block_task().await.map_err(|e| e.message)?;
+            Ok(TerminalOutput {
+                output: response.output,
+                truncated: response.truncated,
+                exit: response.exit_status.map(exit_of),
+            })
+        })
+    }
+
+    fn wait_for_exit<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<TerminalExit, String>> {
+        let request = acp::WaitForTerminalExitRequest::new(self.session_id.clone(), id.to_string());
+        Box::pin(async move {
+            let response = self.cx.send_request(request).block_task().await.map_err(|e| e.message)?;
+            Ok(exit_of(response.exit_status))
+        })
+    }
+
+    fn kill<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let request = acp::KillTerminalRequest::new(self.session_id.clone(), id.to_string());
+        Box::pin(async move {
+            self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message)
+        })
+    }
+
+    fn release<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let request = acp::ReleaseTerminalRequest::new(self.session_id.clone(), id.to_string());
         Box::pin(async move {
             self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message)
         })

@@ -41,6 +41,7 @@ pub fn content(content: &Content) -> acp::ToolCallContent {
         Content::Diff { path, old_text, new_text } => acp::ToolCallContent::Diff(
             acp::Diff::new(path.clone(), new_text.clone()).old_text(old_text.clone()),
         ),
+        Content::Terminal(id) => acp::ToolCallContent::Terminal(acp::Terminal::new(id.clone())),
     }
 }
 
@@ -83,6 +84,9 @@ pub fn update(event: AgentEvent) -> acp::SessionUpdate {
                 acp::ToolCallUpdateFields::new().content(vec![content(&Content::Text(text))]),
             ))
         }
+        AgentEvent::ToolCallContent { call_id, content: items } => acp::SessionUpdate::ToolCallUpdate(
+            acp::ToolCallUpdate::new(call_id, acp::ToolCallUpdateFields::new().content(contents(&items))),
+        ),
         AgentEvent::ToolCallFinished { call_id, status, output, display, locations: locs, raw_output } => {
             let status = match status {
                 ToolStatus::Completed => acp::ToolCallStatus::Completed,

@@ -8,6 +8,7 @@ pub mod client;
 pub mod convert;
 pub mod headless;
 pub mod prompt;
+pub mod render;
 
 use std::sync::{Arc, RwLock};
 
@@ -90,10 +91,12 @@ fn new_session(
     let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
     let capabilities = state.client_capabilities();
     let created = state.manager.create(&cwd, mcp, |id| {
-        let client = Arc::new(SessionClient::new(cx.clone(), id, capabilities));
+        let client = Arc::new(SessionClient::new(cx.clone(), id, capabilities.clone(), cwd.clone()));
         let fs: Option<Arc<dyn crate::tool::files::ClientFs>> =
             if client.has_fs() { Some(client.clone()) } else { None };
-        Seams { sink: client.clone(), approver: Some(client), fs }
+        let terminals: Option<Arc<dyn crate::tool::shell::terminal::ClientTerminals>> =
+            if client.offers_terminals() { Some(client.clone()) } else { None };
+        Seams { sink: client.clone(), approver: Some(client), fs, terminals }
     });
     match created {
         Ok(session) => {

@@ -27,6 +27,8 @@ pub enum AgentEvent {
     ToolCallRunning { call_id: String },
     /// Incremental output of a running tool (only the new part).
     ToolCallOutput { call_id: String, text: String },
+    /// Content the call's card shows from now on (an editor terminal).
+    ToolCallContent { call_id: String, content: Vec<Content> },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,

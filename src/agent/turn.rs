@@ -26,6 +26,8 @@ use crate::llm::{
 };
 use crate::permission;
 use crate::tool::files::Files;
+use crate::tool::shell::tasks::Tasks;
+use crate::tool::shell::terminal::ClientTerminals;
 use crate::tool::{self, Context, Progress, Registry, invalid};
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -82,6 +84,8 @@ impl Conversation {
 pub struct Turn<'a> {
     pub session_id: &'a str,
     pub files: Arc<Files>,
+    pub tasks: Arc<Tasks>,
+    pub terminals: Option<Arc<dyn ClientTerminals>>,
     pub cwd: &'a Path,
     pub config: &'a Config,
     pub model: &'a dyn ModelClient,
@@ -167,6 +171,11 @@ impl Turn<'_> {
                 return Ok(StopReason::MaxTurnRequests);
             }
             requests += 1;
+            let notes = self.tasks.take_notes();
+            if !notes.is_empty() {
+                let text = format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n"));
+                conversation.history.push_user(vec![UserPart::Text(text)]);
+            }
             let request = Request {
                 model: self.config.model.clone(),
                 system: system.clone(),
@@ -287,6 +296,8 @@ impl Turn<'_> {
             output_dir: self.config.data_dir.join("tool-output"),
             files: self.files.clone(),
             plan: None,
+            tasks: self.tasks.clone(),
+            terminals: self.terminals.clone(),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => AgentEvent::ToolCallStarted {
@@ -297,6 +308,9 @@ impl Turn<'_> {
                     },
                     Progress::Running => AgentEvent::ToolCallRunning { call_id: call_id.clone() },
                     Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: call_id.clone(), text },
+                    Progress::Content(content) => {
+                        AgentEvent::ToolCallContent { call_id: call_id.clone(), content }
+                    }
                 })
             })),
         }

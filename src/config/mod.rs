@@ -100,6 +100,8 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Formatter commands by file extension, run after the agent writes a file.
     pub formatters: BTreeMap<String, Vec<String>>,
+    /// Run commands in the editor's terminals (`terminal/create`) when it offers them.
+    pub client_terminals: bool,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -116,6 +118,13 @@ struct Layer {
     connect_timeout_ms: Option<u64>,
     retry: Option<RetryLayer>,
     formatters: Option<BTreeMap<String, Vec<String>>>,
+    shell: Option<ShellLayer>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct ShellLayer {
+    client_terminals: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -162,6 +171,12 @@ impl Layer {
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
             formatters: merge_maps(self.formatters, lower.formatters),
+            shell: match (self.shell, lower.shell) {
+                (Some(a), Some(b)) => {
+                    Some(ShellLayer { client_terminals: a.client_terminals.or(b.client_terminals) })
+                }
+                (a, b) => a.or(b),
+            },
         }
     }
 
@@ -241,6 +256,7 @@ impl Config {
             stream_idle_timeout: Duration::from_millis(layer.stream_idle_timeout_ms.unwrap_or(300_000)),
             connect_timeout: Duration::from_millis(layer.connect_timeout_ms.unwrap_or(30_000)),
             formatters: layer.formatters.unwrap_or_default(),
+            client_terminals: layer.shell.and_then(|s| s.client_terminals).unwrap_or(false),
         }
     }
 }

@@ -21,6 +21,8 @@ use crate::llm::{ModelClient, UserPart};
 use crate::permission::{self, Approver, Ruleset};
 use crate::tool::Registry;
 use crate::tool::files::{ClientFs, FileLocks, Files};
+use crate::tool::shell::tasks::Tasks;
+use crate::tool::shell::terminal::ClientTerminals;
 
 /// What a session needs from the editor.
 #[derive(Clone)]
@@ -29,6 +31,8 @@ pub struct Seams {
     pub approver: Option<Arc<dyn Approver>>,
     /// The editor's file system, when it offers one.
     pub fs: Option<Arc<dyn ClientFs>>,
+    /// The editor's terminals, when it offers them.
+    pub terminals: Option<Arc<dyn ClientTerminals>>,
 }
 
 /// One session.
@@ -42,6 +46,8 @@ pub struct Session {
     registry: Arc<Registry>,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
+    tasks: Arc<Tasks>,
+    terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Arc<dyn EventSink>,
     bus: Bus,
     conversation: tokio::sync::Mutex<Conversation>,
@@ -66,6 +72,8 @@ impl Session {
         let turn = Turn {
             session_id: &self.id,
             files: self.files.clone(),
+            tasks: self.tasks.clone(),
+            terminals: self.terminals.clone(),
             cwd: &self.cwd,
             config: &self.config,
             model: self.model.as_ref(),
@@ -91,9 +99,10 @@ impl Session {
         }
     }
 
-    /// Cancel everything and refuse further work.
+    /// Cancel everything, stop the session's background tasks, and refuse further work.
     pub fn close(&self) {
         self.closed.cancel();
+        self.tasks.stop_all();
     }
 
     fn lock_active(&self) -> std::sync::MutexGuard<'_, Option<(u64, CancellationToken)>> {
@@ -156,6 +165,8 @@ impl Manager {
         let config = Config::load(&self.sources, cwd)?;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let seams = seams(&id);
+        let tasks = Arc::new(Tasks::new(config.data_dir.join("tasks").join(&id)));
+        let terminals = seams.terminals.clone().filter(|_| config.client_terminals);
         let files = Arc::new(Files::new(
             vec![cwd.to_path_buf()],
             seams.fs,
@@ -171,6 +182,8 @@ impl Manager {
             registry: self.registry.clone(),
             perms: Arc::new(permission::Service::new(Ruleset::build_defaults(), seams.approver)),
             files,
+            tasks,
+            terminals,
             sink: seams.sink,
             bus: self.bus.clone(),
             conversation: tokio::sync::Mutex::new(Conversation::default()),

@@ -76,6 +76,8 @@ pub struct ToolOutput {
     pub metadata: Value,
     /// The tool bounded its own output (read, images); the registry must not truncate it again.
     pub bounded: bool,
+    /// The call failed but has a full result (a command's non-zero exit): shown as failed, output kept.
+    pub failed: bool,
 }
 
 impl ToolOutput {
@@ -98,6 +100,9 @@ pub type PresentFn = fn(&Value, &Path) -> Presentation;
 pub struct Preview {
     pub presentation: Presentation,
     pub plan: Arc<dyn Any + Send + Sync>,
+    /// The permission category for this call when it differs from the tool's (a read-only command is a read,
+    /// a destructive one asks under `destructive-shell`).
+    pub category: Option<Category>,
 }
 
 /// Computes a change in memory before the permission ask. Errors go to the model without asking.
@@ -136,6 +141,8 @@ pub enum Progress {
     Running,
     /// New output (only the part not reported before).
     Output(String),
+    /// Content to show in the call's card from now on (an editor terminal).
+    Content(Vec<Content>),
 }
 
 /// Where a call reports [`Progress`].
@@ -162,6 +169,10 @@ pub struct Context {
     pub files: Arc<files::Files>,
     /// The plan computed by the tool's preview, if it has one.
     pub plan: Option<Arc<dyn Any + Send + Sync>>,
+    /// The session's background tasks.
+    pub tasks: Arc<shell::tasks::Tasks>,
+    /// The editor's terminals, when commands should run there.
+    pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
 }
 
 impl Context {
@@ -253,8 +264,13 @@ impl Registry {
         registry.register(write::def());
         registry.register(edit::def());
         registry.register(apply_patch::def());
+        registry.register(shell::bash::def());
         registry.register(glob::def());
         registry.register(grep::def());
+        registry.register(shell::monitor::def());
+        registry.register(shell::shell_output::def());
+        registry.register(shell::shell_tasks::def());
+        registry.register(shell::kill_shell::def());
         registry.register(invalid::def());
         registry
     }
@@ -308,6 +324,7 @@ impl Registry {
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
         let mut presentation = (def.present)(&args, &ctx.directory);
+        let mut category = def.permission;
         if let Some(preview) = &def.preview {
             let previewed = tokio::select! {
                 biased;
@@ -315,9 +332,10 @@ impl Registry {
                 () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
             };
             match previewed {
-                Ok(Preview { presentation: shown, plan }) => {
+                Ok(Preview { presentation: shown, plan, category: chosen }) => {
                     presentation = shown;
                     ctx.plan = Some(plan);
+                    category = chosen.or(category);
                 }
                 Err(error) => {
                     ctx.report(Progress::Presented(presentation));
@@ -326,7 +344,7 @@ impl Registry {
             }
         }
         ctx.report(Progress::Presented(presentation.clone()));
-        if let (Some(perms), Some(category)) = (&ctx.perms, def.permission) {
+        if let (Some(perms), Some(category)) = (&ctx.perms, category) {
             let ask = Ask {
                 session_id: ctx.session_id.clone(),
                 call_id: ctx.call_id.clone(),
@@ -391,7 +409,7 @@ impl Registry {
         let locations = if output.locations.is_empty() { presentation.locations } else { output.locations };
         Outcome {
             output: text,
-            is_error: false,
+            is_error: output.failed,
             display: output.display,
             locations,
             metadata: output.metadata,

@@ -56,6 +56,8 @@ fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Context {
             Default::default(),
         )),
         plan: None,
+        tasks: Arc::new(shell::tasks::Tasks::new(dir.join("tasks"))),
+        terminals: None,
     }
 }
 
@@ -163,7 +165,7 @@ async fn an_unknown_tool_lists_the_available_ones() {
     let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
     assert_eq!(
         outcome.output,
-        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, glob, grep."
+        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell."
     );
     assert!(outcome.is_error);
 }

@@ -91,7 +91,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         patterns: vec![path.to_string_lossy().into_owned()],
         content: vec![Content::Diff { path: path.clone(), old_text: old.clone(), new_text: new.clone() }],
     };
-    Ok(Preview { presentation, plan: Arc::new(Plan { path, old, new, _lock: lock }) })
+    Ok(Preview { category: None, presentation, plan: Arc::new(Plan { path, old, new, _lock: lock }) })
 }
 
 async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
@@ -123,6 +123,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         )],
         metadata: json!({"path": plan.path, "created": plan.old.is_none(), "lines": lines, "formatterError": written.formatter_error}),
         bounded: false,
+        failed: false,
     })
 }
 

@@ -60,7 +60,22 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, vec!["read", "write", "edit", "apply_patch", "glob", "grep"]);
+    assert_eq!(
+        tools,
+        vec![
+            "read",
+            "write",
+            "edit",
+            "apply_patch",
+            "bash",
+            "glob",
+            "grep",
+            "monitor",
+            "shell_output",
+            "shell_tasks",
+            "kill_shell"
+        ]
+    );
     let messages = h.model.messages(0);
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[0]["role"], "system");
@@ -163,7 +178,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     assert_eq!(tool_result(&messages, "m4"), "1\tx\n\n(End of file: 1 lines)");
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, glob, grep."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

@@ -217,7 +217,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         patterns: resolved.values().map(|p| p.to_string_lossy().into_owned()).collect(),
         content: diffs,
     };
-    Ok(Preview { presentation, plan: Arc::new(Plan { steps, summary, _locks: locks }) })
+    Ok(Preview { category: None, presentation, plan: Arc::new(Plan { steps, summary, _locks: locks }) })
 }
 
 async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
@@ -268,5 +268,6 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         locations,
         metadata: json!({"files": plan.steps.len()}),
         bounded: false,
+        failed: false,
     })
 }

@@ -153,7 +153,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         last_line,
         _lock: lock,
     };
-    Ok(Preview { presentation, plan: Arc::new(plan) })
+    Ok(Preview { category: None, presentation, plan: Arc::new(plan) })
 }
 
 async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
@@ -198,5 +198,6 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
             "formatterError": written.formatter_error,
         }),
         bounded: false,
+        failed: false,
     })
 }

@@ -131,6 +131,26 @@ pub fn running(pid: i32) -> bool {
     !matches!(state, None | Some("Z") | Some("X"))
 }
 
+/// The number of a signal named like `SIGKILL` or `KILL`.
+pub fn signal_number(name: &str) -> Option<i32> {
+    let name = name.trim().trim_start_matches("SIG");
+    [
+        ("HUP", libc::SIGHUP),
+        ("INT", libc::SIGINT),
+        ("QUIT", libc::SIGQUIT),
+        ("ABRT", libc::SIGABRT),
+        ("KILL", libc::SIGKILL),
+        ("SEGV", libc::SIGSEGV),
+        ("PIPE", libc::SIGPIPE),
+        ("ALRM", libc::SIGALRM),
+        ("TERM", libc::SIGTERM),
+    ]
+    .into_iter()
+    .find(|(n, _)| *n == name)
+    .map(|(_, number)| number)
+    .or_else(|| name.parse().ok())
+}
+
 /// The conventional name of a signal.
 pub fn signal_name(signal: i32) -> &'static str {
     match signal {

@@ -1,0 +1,170 @@
+//! Rendering agent events as `session/update`s for one client, including how running commands are shown:
+//! - a client that sets `_meta.terminal_output` (Zed) gets a terminal block fed by `_meta.terminal_info`,
+//!   `terminal_output` (new output only) and `terminal_exit`, with no `content` that would replace the block;
+//! - otherwise output goes out as a fenced text window of at most [`WINDOW_BYTES`] bytes per update (never the
+//!   whole accumulated output), and the final result as a fenced block.
+//!
+//! Owns per-call presentation state. Sends nothing itself.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use agent_client_protocol::v1::schema as acp;
+use serde_json::{Value, json};
+
+use super::convert;
+use crate::agent::{AgentEvent, ToolStatus};
+use crate::display::{Content, Kind};
+use crate::tool::shell::process::signal_name;
+
+/// Largest live output window sent to clients without a terminal block.
+pub const WINDOW_BYTES: usize = 8 * 1024;
+
+/// A fenced code block that no backtick run inside `text` can close early.
+pub fn fenced(text: &str, language: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{language}\n{}\n{fence}", text.trim_end_matches('\n'))
+}
+
+fn meta(key: &str, value: Value) -> acp::Meta {
+    let mut meta = acp::Meta::new();
+    meta.insert(key.to_string(), value);
+    meta
+}
+
+fn text(content: String) -> acp::ToolCallContent {
+    convert::content(&Content::Text(content))
+}
+
+/// The latest `WINDOW_BYTES` of a command's output.
+#[derive(Default)]
+struct Window {
+    text: String,
+}
+
+impl Window {
+    fn push(&mut self, chunk: &str) -> &str {
+        self.text.push_str(chunk);
+        if self.text.len() > WINDOW_BYTES {
+            let mut start = self.text.len() - WINDOW_BYTES;
+            while !self.text.is_char_boundary(start) {
+                start += 1;
+            }
+            self.text.drain(..start);
+        }
+        &self.text
+    }
+}
+
+/// How a client wants running commands shown.
+pub struct Renderer {
+    terminal_meta: bool,
+    cwd: PathBuf,
+    /// Running execute calls and their live output windows.
+    executing: HashMap<String, Window>,
+}
+
+impl Renderer {
+    pub fn new(terminal_meta: bool, cwd: PathBuf) -> Self {
+        Self { terminal_meta, cwd, executing: HashMap::new() }
+    }
+
+    /// The updates for one event.
+    pub fn render(&mut self, event: AgentEvent) -> acp::SessionUpdate {
+        match event {
+            AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input }
+                if presentation.kind == Kind::Execute =>
+            {
+                self.executing.insert(call_id.clone(), Window::default());
+                let mut call = acp::ToolCall::new(call_id.clone(), presentation.title)
+                    .name(tool)
+                    .kind(acp::ToolKind::Execute)
+                    .status(acp::ToolCallStatus::Pending)
+                    .raw_input(raw_input);
+                if self.terminal_meta {
+                    call = call
+                        .content(vec![acp::ToolCallContent::Terminal(acp::Terminal::new(call_id.clone()))])
+                        .meta(meta("terminal_info", json!({"terminal_id": call_id, "cwd": self.cwd})));
+                } else {
+                    call = call.content(convert::contents(&presentation.content));
+                }
+                acp::SessionUpdate::ToolCall(call)
+            }
+            AgentEvent::ToolCallOutput { call_id, text: chunk } if self.executing.contains_key(&call_id) => {
+                let update = if self.terminal_meta {
+                    acp::ToolCallUpdate::new(call_id.clone(), acp::ToolCallUpdateFields::new())
+                        .meta(meta("terminal_output", json!({"terminal_id": call_id, "data": chunk})))
+                } else {
+                    let window = self.executing.entry(call_id.clone()).or_default().push(&chunk).to_string();
+                    acp::ToolCallUpdate::new(
+                        call_id,
+                        acp::ToolCallUpdateFields::new().content(vec![text(fenced(&window, "console"))]),
+                    )
+                };
+                acp::SessionUpdate::ToolCallUpdate(update)
+            }
+            AgentEvent::ToolCallFinished { call_id, status, output, display, locations, raw_output }
+                if self.executing.contains_key(&call_id) =>
+            {
+                self.executing.remove(&call_id);
+                self.finish_execute(call_id, status, output, display, locations, raw_output)
+            }
+            other => convert::update(other),
+        }
+    }
+
+    fn finish_execute(
+        &self,
+        call_id: String,
+        status: ToolStatus,
+        output: String,
+        display: Vec<Content>,
+        locations: Vec<crate::display::Location>,
+        raw_output: Value,
+    ) -> acp::SessionUpdate {
+        let status = match status {
+            ToolStatus::Completed => acp::ToolCallStatus::Completed,
+            ToolStatus::Failed => acp::ToolCallStatus::Failed,
+        };
+        let ran = raw_output.get("timedOut").is_some();
+        let mut fields = acp::ToolCallUpdateFields::new().status(status).raw_output(raw_output.clone());
+        if !locations.is_empty() {
+            fields = fields.locations(convert::locations(&locations));
+        }
+        if self.terminal_meta && ran {
+            let signal = raw_output.get("signal").and_then(Value::as_i64).map(|s| signal_name(s as i32));
+            let exit =
+                json!({"terminal_id": call_id, "exit_code": raw_output.get("exitCode"), "signal": signal});
+            return acp::SessionUpdate::ToolCallUpdate(
+                acp::ToolCallUpdate::new(call_id, fields).meta(meta("terminal_exit", exit)),
+            );
+        }
+        let content = if display.is_empty() {
+            vec![text(fenced(&output, "console"))]
+        } else {
+            convert::contents(&display)
+        };
+        acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields.content(content)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_outgrow_any_backticks_inside() {
+        assert_eq!(fenced("ls\n", "console"), "```console\nls\n```");
+        assert_eq!(fenced("a ```` b", ""), "`````\na ```` b\n`````");
+    }
+
+    #[test]
+    fn the_live_window_keeps_only_the_latest_bytes_on_a_character_boundary() {
+        let mut window = Window::default();
+        window.push(&"a".repeat(WINDOW_BYTES - 1));
+        let shown = window.push("é€").to_string();
+        assert!(shown.len() <= WINDOW_BYTES);
+        assert!(shown.ends_with("é€"));
+    }
+}

@@ -4,4 +4,5 @@ mod edits;
 mod errors;
 mod permission;
 mod protocol;
+mod shell;
 mod turn;

@@ -46,6 +46,66 @@ pub struct Log {
     /// Every `fs/read_text_file` path and `fs/write_text_file` (path, content), in order.
     pub fs_reads: Mutex<Vec<PathBuf>>,
     pub fs_writes: Mutex<Vec<(PathBuf, String)>>,
+    /// `terminal/*` calls in order, as `method id-or-command`.
+    pub terminal_calls: Mutex<Vec<String>>,
+    pub terminals: Mutex<std::collections::BTreeMap<String, Terminal>>,
+}
+
+/// A terminal the test client runs for the agent.
+pub struct Terminal {
+    pub pid: i32,
+    pub output: Arc<Mutex<String>>,
+    pub exit: Arc<tokio::sync::watch::Sender<Option<acp::TerminalExitStatus>>>,
+}
+
+fn terminal_exit(status: std::process::ExitStatus) -> acp::TerminalExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    let signal = status.signal().map(|s| if s == 9 { "SIGKILL".to_string() } else { format!("SIG{s}") });
+    acp::TerminalExitStatus::new().exit_code(status.code().map(|c| c as u32)).signal(signal)
+}
+
+async fn run_terminal(log: Arc<Log>, request: acp::CreateTerminalRequest) -> String {
+    let id = format!("term_{}", log.terminals.lock().unwrap().len() + 1);
+    let mut command = tokio::process::Command::new(&request.command);
+    command
+        .args(&request.args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    if let Some(cwd) = &request.cwd {
+        command.current_dir(cwd);
+    }
+    let mut child = command.spawn().unwrap();
+    let output = Arc::new(Mutex::new(String::new()));
+    let exit = Arc::new(tokio::sync::watch::Sender::new(None));
+    let pid = child.id().unwrap() as i32;
+    for pipe in [
+        child.stdout.take().map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+        child.stderr.take().map(|p| Box::new(p) as Box<dyn tokio::io::AsyncRead + Unpin + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let output = output.clone();
+        tokio::spawn(async move {
+            use tokio::io::AsyncReadExt;
+            let mut pipe = pipe;
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = pipe.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+                output.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+    }
+    let exit_tx = exit.clone();
+    tokio::spawn(async move {
+        let status = child.wait().await.unwrap();
+        exit_tx.send_replace(Some(terminal_exit(status)));
+    });
+    log.terminals.lock().unwrap().insert(id.clone(), Terminal { pid, output, exit });
+    id
 }
 
 pub struct TestClient {
@@ -76,6 +136,8 @@ impl TestClient {
         let (cx_tx, cx_rx) = oneshot::channel();
         let (stop, stop_rx) = oneshot::channel::<()>();
         let (log1, log2, log3, log4) = (log.clone(), log.clone(), log.clone(), log.clone());
+        let (log5, log6, log7, log8, log9) =
+            (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2) = (changed_tx.clone(), changed_tx.clone());
         tokio::spawn(async move {
             let result = Client
@@ -139,6 +201,72 @@ impl TestClient {
                         }
                         std::fs::write(&request.path, &request.content).unwrap();
                         responder.respond(acp::WriteTextFileResponse::new())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::CreateTerminalRequest, responder, _cx| {
+                        let label = format!("create {} {}", request.command, request.args.join(" "));
+                        log5.terminal_calls
+                            .lock()
+                            .unwrap()
+                            .push(format!("{label} limit={:?}", request.output_byte_limit));
+                        let id = run_terminal(log5.clone(), request).await;
+                        responder.respond(acp::CreateTerminalResponse::new(id))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::TerminalOutputRequest, responder, _cx| {
+                        let id = request.terminal_id.0.to_string();
+                        log6.terminal_calls.lock().unwrap().push(format!("output {id}"));
+                        let (text, exit) = {
+                            let terminals = log6.terminals.lock().unwrap();
+                            let terminal = &terminals[&id];
+                            (terminal.output.lock().unwrap().clone(), terminal.exit.borrow().clone())
+                        };
+                        responder.respond(acp::TerminalOutputResponse::new(text, false).exit_status(exit))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::WaitForTerminalExitRequest, responder, _cx| {
+                        let id = request.terminal_id.0.to_string();
+                        log7.terminal_calls.lock().unwrap().push(format!("wait {id}"));
+                        let mut exit = log7.terminals.lock().unwrap()[&id].exit.subscribe();
+                        // Answer from a task: the client's dispatch loop must stay free meanwhile.
+                        tokio::spawn(async move {
+                            let status = loop {
+                                if let Some(status) = exit.borrow_and_update().clone() {
+                                    break status;
+                                }
+                                if exit.changed().await.is_err() {
+                                    return;
+                                }
+                            };
+                            let _ = responder.respond(acp::WaitForTerminalExitResponse::new(status));
+                        });
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::KillTerminalRequest, responder, _cx| {
+                        let id = request.terminal_id.0.to_string();
+                        log8.terminal_calls.lock().unwrap().push(format!("kill {id}"));
+                        let pid = log8.terminals.lock().unwrap()[&id].pid;
+                        unsafe { libc::kill(-pid, libc::SIGKILL) };
+                        responder.respond(acp::KillTerminalResponse::new())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_request(
+                    async move |request: acp::ReleaseTerminalRequest, responder, _cx| {
+                        let id = request.terminal_id.0.to_string();
+                        log9.terminal_calls.lock().unwrap().push(format!("release {id}"));
+                        let pid = log9.terminals.lock().unwrap()[&id].pid;
+                        unsafe { libc::kill(-pid, libc::SIGKILL) };
+                        responder.respond(acp::ReleaseTerminalResponse::new())
                     },
                     agent_client_protocol::on_receive_request!(),
                 )
@@ -271,6 +399,19 @@ pub struct Setup {
 pub fn editor_fs() -> acp::ClientCapabilities {
     acp::ClientCapabilities::new()
         .fs(acp::FileSystemCapabilities::new().read_text_file(true).write_text_file(true))
+}
+
+/// What current Zed declares: fs, terminals, and the terminal `_meta` extension.
+pub fn zed() -> acp::ClientCapabilities {
+    let mut meta = acp::Meta::new();
+    meta.insert("terminal_output".into(), serde_json::json!(true));
+    meta.insert("terminal-auth".into(), serde_json::json!(true));
+    editor_fs().terminal(true).meta(meta)
+}
+
+/// A client with terminals but without Zed's `_meta` extension.
+pub fn terminals() -> acp::ClientCapabilities {
+    acp::ClientCapabilities::new().terminal(true)
 }
 
 impl Setup {

@@ -29,6 +29,9 @@ pub const MAX_SHELL_TIMEOUT_MS: u64 = 600_000;
 /// Output kept for the model, per stream: (head, tail) bytes.
 const STDOUT_KEEP: (usize, usize) = (16 * 1024, 16 * 1024);
 const STDERR_KEEP: (usize, usize) = (4 * 1024, 8 * 1024);
+/// Lines kept from each end of each stream (the model sees at most 2,000 lines in all).
+const STDOUT_LINES: usize = 800;
+const STDERR_LINES: usize = 150;
 /// Output beyond this goes to a log file.
 const SPILL_THRESHOLD: usize = 48 * 1024;
 /// Live output is sent to the editor in pieces of at most this many bytes, at least this often.
@@ -276,18 +279,17 @@ async fn run_native(ctx: &Context, command: &str, timeout: Duration) -> Result<T
 }
 
 fn finish(command: &str, timeout: Duration, ending: Ending, mut collected: Collector) -> ToolOutput {
-    let mut text = collected.stdout.text();
+    let mut text = collected.stdout.text(STDOUT_LINES);
     if !collected.stderr.is_empty() {
         if !text.is_empty() && !text.ends_with('\n') {
             text.push('\n');
         }
         text.push_str("STDERR:\n");
-        text.push_str(&collected.stderr.text());
+        text.push_str(&collected.stderr.text(STDERR_LINES));
     }
     if text.is_empty() {
         text.push_str("(no output)");
     }
-    let text = truncate::preview(&text).unwrap_or(text);
     let (exit, note, failed) = match ending {
         Ending::Exited(exit) => {
             let (note, failed) = describe_exit(command, exit);
@@ -307,8 +309,8 @@ fn finish(command: &str, timeout: Duration, ending: Ending, mut collected: Colle
         output.push_str(&format!("\n\n{note}"));
     }
     let total = collected.stdout.total + collected.stderr.total;
-    let cut = collected.stdout.dropped() + collected.stderr.dropped() > 0;
-    let log = collected.spill.saved().map(Path::to_path_buf);
+    let cut = text.contains(" bytes of output omitted] ...");
+    let log = if cut { collected.spill.persist() } else { collected.spill.saved() }.map(Path::to_path_buf);
     if let (true, Some(log)) = (cut, &log) {
         output.push_str(&format!(
             "\nThe output was {total} bytes; the middle was left out. Full output saved to: {}",

@@ -47,28 +47,37 @@ impl Capture {
         self.total - self.head.len() as u64 - self.tail.len() as u64
     }
 
-    /// The text, middle-out: head, a marker naming what was dropped, tail. Cuts fall on line breaks when there
-    /// is one nearby and never split a character.
-    pub fn text(&self) -> String {
+    /// The text, middle-out: at most `max_lines` lines from each end, with a marker naming how many bytes were
+    /// left out between them. Cuts fall on line breaks and never split a character.
+    pub fn text(&self, max_lines: usize) -> String {
         let tail: Vec<u8> = self.tail.iter().copied().collect();
-        if self.dropped() == 0 {
+        let (head, tail) = if self.dropped() == 0 {
             let mut all = self.head.clone();
             all.extend_from_slice(&tail);
-            return String::from_utf8_lossy(&all).into_owned();
-        }
-        let head = String::from_utf8_lossy(&self.head);
-        let head = match head.rfind('\n') {
-            Some(end) if end >= head.len() / 2 => &head[..=end],
-            _ => &head[..],
+            let all = String::from_utf8_lossy(&all).into_owned();
+            if all.split_inclusive('\n').count() <= 2 * max_lines {
+                return all;
+            }
+            (all.clone(), all)
+        } else {
+            let head = String::from_utf8_lossy(&self.head).into_owned();
+            let tail = String::from_utf8_lossy(&tail).into_owned();
+            let head = match head.rfind('\n') {
+                Some(end) => head[..=end].to_string(),
+                None => head,
+            };
+            let tail = match tail.find('\n') {
+                Some(start) if start + 1 < tail.len() => tail[start + 1..].to_string(),
+                _ => tail.trim_start_matches('\u{fffd}').to_string(),
+            };
+            (head, tail)
         };
-        let tail = String::from_utf8_lossy(&tail);
-        let tail = match tail.find('\n') {
-            Some(start) if start <= tail.len() / 2 => &tail[start + 1..],
-            _ => tail.trim_start_matches('\u{fffd}'),
-        };
-        let dropped = self.total - head.len() as u64 - tail.len() as u64;
-        let sep = if head.ends_with('\n') { "" } else { "\n" };
-        format!("{head}{sep}... [{dropped} bytes of output omitted] ...\n{tail}")
+        let head: String = head.split_inclusive('\n').take(max_lines).collect();
+        let tail_lines: Vec<&str> = tail.split_inclusive('\n').collect();
+        let tail: String = tail_lines[tail_lines.len().saturating_sub(max_lines)..].concat();
+        let omitted = self.total.saturating_sub(head.len() as u64 + tail.len() as u64);
+        let sep = if head.is_empty() || head.ends_with('\n') { "" } else { "\n" };
+        format!("{head}{sep}... [{omitted} bytes of output omitted] ...\n{tail}")
     }
 }
 
@@ -132,6 +141,14 @@ impl Spill {
             let _ = file.flush();
         }
         (self.file.is_some() && !self.failed).then_some(self.path.as_path())
+    }
+
+    /// Make sure the complete output is on disk (even if small) and return where.
+    pub fn persist(&mut self) -> Option<&Path> {
+        if self.file.is_none() && !self.failed {
+            self.open();
+        }
+        self.saved()
     }
 
     pub fn path(&self) -> &Path {
@@ -226,13 +243,16 @@ mod tests {
     fn small_output_is_kept_whole_and_large_output_middle_out() {
         let mut c = Capture::new(10, 10);
         c.push(b"hello\n");
-        assert_eq!(c.text(), "hello\n");
+        assert_eq!(c.text(10), "hello\n");
         let mut c = Capture::new(12, 12);
         for i in 0..10 {
             c.push(format!("line {i}\n").as_bytes());
         }
         assert_eq!(c.total, 70);
-        assert_eq!(c.text(), "line 0\n... [56 bytes of output omitted] ...\nline 9\n");
+        assert_eq!(c.text(10), "line 0\n... [56 bytes of output omitted] ...\nline 9\n");
+        let mut many = Capture::new(1_000, 1_000);
+        many.push(b"a\nb\nc\nd\ne\n");
+        assert_eq!(many.text(2), "a\nb\n... [2 bytes of output omitted] ...\nd\ne\n");
     }
 
     #[test]

@@ -86,7 +86,7 @@ impl Task {
 
     /// The last `max_chars` characters of output.
     pub fn tail(&self, max_chars: usize) -> String {
-        let text = lock(&self.tail).text();
+        let text = lock(&self.tail).text(usize::MAX / 2);
         let count = text.chars().count();
         if count <= max_chars {
             return text;

@@ -264,3 +264,99 @@ async fn the_command_line_explains_itself_and_rejects_unknown_usage() {
     assert_eq!(stderr, format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
     let _ = Path::new("");
 }
+
+/// Start the binary, have the model start a background command that records its pid, and return both.
+async fn binary_with_background_task(
+    env: &Env,
+    model: &FakeModel,
+) -> (Child, i32, tokio::task::JoinHandle<()>) {
+    let mut child = env.command(model, &["acp"]).spawn().unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let cwd = env.cwd();
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let driver = tokio::spawn(async move {
+        let _ = Client
+            .v1()
+            .on_receive_request(
+                async move |request: acp::RequestPermissionRequest, responder, _cx| {
+                    let allow = request
+                        .options
+                        .iter()
+                        .find(|o| o.kind == acp::PermissionOptionKind::AllowOnce)
+                        .unwrap()
+                        .option_id
+                        .clone();
+                    responder.respond(acp::RequestPermissionResponse::new(
+                        acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(allow)),
+                    ))
+                },
+                agent_client_protocol::on_receive_request!(),
+            )
+            .connect_with(ByteStreams::new(stdin.compat_write(), stdout.compat()), async move |cx| {
+                cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+                let session = cx.send_request(acp::NewSessionRequest::new(cwd)).block_task().await?;
+                let prompt = acp::PromptRequest::new(
+                    session.session_id,
+                    vec![acp::ContentBlock::Text(acp::TextContent::new("serve"))],
+                );
+                cx.send_request(prompt).block_task().await?;
+                let _ = started_tx.send(());
+                let _ = done_rx.await;
+                Ok(())
+            })
+            .await;
+    });
+    started_rx.await.unwrap();
+    let pidfile = env.cwd().join("server.pid");
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    drop(done_tx);
+    (child, pid, driver)
+}
+
+fn background_script(env: &Env) -> Vec<crate::support::fake_model::Reply> {
+    let pidfile = env.cwd().join("server.pid");
+    let command = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
+    vec![
+        calls(&[("bg", "bash", &json!({"command": command, "background": true}).to_string())]),
+        calls(&[(
+            "w",
+            "shell_output",
+            &json!({"task_id": "task_1", "wait": "pattern", "pattern": "never", "timeout": 300}).to_string(),
+        )]),
+        answer(&["started"]),
+    ]
+}
+
+async fn assert_gone(pid: i32) {
+    let gone = async {
+        while tinycode::tool::shell::process::running(pid) {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(3), gone)
+        .await
+        .unwrap_or_else(|_| panic!("process {pid} outlived the agent"));
+}
+
+#[tokio::test]
+async fn no_process_outlives_the_binary_after_stdin_eof() {
+    let env = Env::new();
+    let model = FakeModel::start(background_script(&env)).await;
+    let (mut child, pid, driver) = binary_with_background_task(&env, &model).await;
+    assert!(tinycode::tool::shell::process::running(pid));
+    driver.await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    assert_gone(pid).await;
+}
+
+#[tokio::test]
+async fn no_process_outlives_the_binary_after_sigterm() {
+    let env = Env::new();
+    let model = FakeModel::start(background_script(&env)).await;
+    let (mut child, pid, _driver) = binary_with_background_task(&env, &model).await;
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
+    assert!(wait_exit(&mut child).await.success());
+    assert_gone(pid).await;
+}

@@ -1,0 +1,65 @@
+//! Per-call overhead of the `bash` tool: `cargo bench --bench shell`.
+//! Compares running `true` through the whole tool flow (classification, process group, capture, result) with a
+//! bare `sh -c true` spawn. Target: at most 5 ms more than the raw spawn.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tinycode::bus::Bus;
+use tinycode::tool::files::{FileLocks, Files};
+use tinycode::tool::shell::tasks::Tasks;
+use tinycode::tool::{Context, Registry};
+use tokio_util::sync::CancellationToken;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::builtins();
+    let context = || Context {
+        session_id: "bench".into(),
+        call_id: "c".into(),
+        directory: dir.path().to_path_buf(),
+        perms: None,
+        bus: Bus::new(),
+        subagent_depth: 0,
+        after_hook: None,
+        cancel: CancellationToken::new(),
+        output_dir: dir.path().join("out"),
+        progress: None,
+        files: Arc::new(Files::new(
+            vec![dir.path().to_path_buf()],
+            None,
+            Arc::new(FileLocks::default()),
+            Default::default(),
+        )),
+        plan: None,
+        tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
+        terminals: None,
+    };
+    const RUNS: usize = 200;
+    let mut raw = Vec::new();
+    let mut tool = Vec::new();
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let output = tokio::process::Command::new("sh").arg("-c").arg("true").output().await.unwrap();
+        assert!(output.status.success());
+        raw.push(start.elapsed());
+
+        let start = Instant::now();
+        let outcome = registry.execute("bash", context(), json!({"command": "true"})).await;
+        assert_eq!(outcome.output, "(no output)");
+        tool.push(start.elapsed());
+    }
+    let (raw, tool) = (median(raw), median(tool));
+    println!(
+        "bash `true`: raw spawn median {raw:?}, through the tool median {tool:?}, overhead {:?} (target <= 5 ms)",
+        tool.saturating_sub(raw)
+    );
+}

@@ -5,8 +5,10 @@
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
 /// The category of a tool call, used by editors to pick an icon. Mirrors ACP's `ToolKind` without depending on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Kind {
     Read,
     Edit,
@@ -22,7 +24,7 @@ pub enum Kind {
 }
 
 /// A file a tool call touches: an absolute path and an optional 1-based line.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Location {
     pub path: PathBuf,
     pub line: Option<u32>,
@@ -39,7 +41,7 @@ impl Location {
 }
 
 /// One piece of content shown in a tool call card.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Content {
     /// Plain or Markdown text.
     Text(String),
@@ -50,7 +52,7 @@ pub enum Content {
 }
 
 /// How a tool call with given arguments is presented, before it runs.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Presentation {
     /// Human readable; names the real path, pattern or command.
     pub title: String,

@@ -29,9 +29,11 @@
 pub mod acp;
 pub mod agent;
 pub mod bus;
+pub mod clock;
 pub mod config;
 pub mod display;
 pub mod llm;
 pub mod permission;
 pub mod session;
+pub mod store;
 pub mod tool;

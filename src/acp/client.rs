@@ -37,7 +37,9 @@ impl SessionClient {
         capabilities: acp::ClientCapabilities,
         cwd: std::path::PathBuf,
     ) -> Self {
-        let renderer = std::sync::Mutex::new(Renderer::new(wants_terminal_meta(&capabilities), cwd));
+        let compaction = capabilities.session.as_ref().is_some_and(|s| s.compaction.is_some());
+        let renderer =
+            std::sync::Mutex::new(Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd));
         Self { cx, session_id: acp::SessionId::from(session_id.to_string()), capabilities, renderer }
     }
 
@@ -61,11 +63,13 @@ impl SessionClient {
 
 impl EventSink for SessionClient {
     fn emit(&self, event: AgentEvent) {
-        let update = match self.renderer.lock() {
+        let updates = match self.renderer.lock() {
             Ok(mut renderer) => renderer.render(event),
             Err(poisoned) => poisoned.into_inner().render(event),
         };
-        self.send(update);
+        for update in updates {
+            self.send(update);
+        }
     }
 }
 

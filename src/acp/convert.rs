@@ -53,9 +53,46 @@ fn chunk(message_id: String, text: String) -> acp::ContentChunk {
     acp::ContentChunk::new(text_block(text)).message_id(acp::MessageId::from(message_id))
 }
 
-/// The `session/update` for one agent event.
-pub fn update(event: AgentEvent) -> acp::SessionUpdate {
-    match event {
+/// The user message chunks for a prompt as the editor sent it (one per content block).
+pub fn user_message(message_id: &str, blocks: &serde_json::Value) -> Vec<acp::SessionUpdate> {
+    let blocks: Vec<acp::ContentBlock> = serde_json::from_value(blocks.clone()).unwrap_or_default();
+    blocks
+        .into_iter()
+        .map(|block| {
+            acp::SessionUpdate::UserMessageChunk(
+                acp::ContentChunk::new(block).message_id(acp::MessageId::from(message_id.to_string())),
+            )
+        })
+        .collect()
+}
+
+/// The `session/update`s for one agent event. Compactions are rendered by the caller, which knows whether the
+/// client takes `compaction_update`.
+pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
+    vec![match event {
+        AgentEvent::UserMessage { message_id, blocks } => return user_message(&message_id, &blocks),
+        AgentEvent::SessionInfo { title, updated_at } => acp::SessionUpdate::SessionInfoUpdate(
+            acp::SessionInfoUpdate::new().title(title).updated_at(updated_at),
+        ),
+        AgentEvent::Usage { used, size } => {
+            acp::SessionUpdate::UsageUpdate(acp::UsageUpdate::new(used, size))
+        }
+        AgentEvent::Plan { items } => acp::SessionUpdate::Plan(plan(&items)),
+        AgentEvent::Compaction { compaction_id, status, summary } => {
+            let text = match (status, summary) {
+                (crate::agent::event::CompactionStatus::Started, _) => {
+                    "_Compacting the conversation: older messages are being summarised…_\n\n".to_string()
+                }
+                (crate::agent::event::CompactionStatus::Completed, _) => {
+                    "_The conversation was compacted: older messages were replaced by a summary._\n\n"
+                        .to_string()
+                }
+                (crate::agent::event::CompactionStatus::Failed, _) => {
+                    "_Compacting the conversation failed; continuing without it._\n\n".to_string()
+                }
+            };
+            acp::SessionUpdate::AgentMessageChunk(chunk(compaction_id, text))
+        }
         AgentEvent::MessageChunk { message_id, text } => {
             acp::SessionUpdate::AgentMessageChunk(chunk(message_id, text))
         }
@@ -101,7 +138,67 @@ pub fn update(event: AgentEvent) -> acp::SessionUpdate {
             }
             acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
         }
-    }
+    }]
+}
+
+/// A plan update from the to-do list (`done` → completed, `normal` → medium).
+pub fn plan(items: &serde_json::Value) -> acp::Plan {
+    let entries = items
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| {
+            let priority = match item.get("priority").and_then(serde_json::Value::as_str) {
+                Some("high") => acp::PlanEntryPriority::High,
+                Some("low") => acp::PlanEntryPriority::Low,
+                _ => acp::PlanEntryPriority::Medium,
+            };
+            let status = match item.get("status").and_then(serde_json::Value::as_str) {
+                Some("in_progress") => acp::PlanEntryStatus::InProgress,
+                Some("done") | Some("completed") => acp::PlanEntryStatus::Completed,
+                _ => acp::PlanEntryStatus::Pending,
+            };
+            let content = item.get("content").and_then(serde_json::Value::as_str).unwrap_or("");
+            acp::PlanEntry::new(content, priority, status)
+        })
+        .collect();
+    acp::Plan::new(entries)
+}
+
+/// The session's options as ACP config options.
+pub fn config_options(options: &[crate::session::settings::ConfigOption]) -> Vec<acp::SessionConfigOption> {
+    use crate::session::settings::OptionKind;
+    options
+        .iter()
+        .map(|option| {
+            let choices: Vec<acp::SessionConfigSelectOption> = option
+                .choices
+                .iter()
+                .map(|c| {
+                    acp::SessionConfigSelectOption::new(c.id.clone(), c.name.clone())
+                        .description(c.description.clone())
+                })
+                .collect();
+            let category = match option.kind {
+                OptionKind::Mode => acp::SessionConfigOptionCategory::Mode,
+                OptionKind::Model => acp::SessionConfigOptionCategory::Model,
+                OptionKind::ThoughtLevel => acp::SessionConfigOptionCategory::ThoughtLevel,
+            };
+            acp::SessionConfigOption::select(option.id, option.name, option.current.clone(), choices)
+                .description(option.description.to_string())
+                .category(category)
+        })
+        .collect()
+}
+
+/// The legacy mode state, kept in step with the `mode` config option.
+pub fn modes(current: crate::session::settings::Mode) -> acp::SessionModeState {
+    use crate::session::settings::Mode;
+    let available = Mode::ALL
+        .iter()
+        .map(|m| acp::SessionMode::new(m.id(), m.name()).description(m.description().to_string()))
+        .collect();
+    acp::SessionModeState::new(current.id(), available)
 }
 
 pub fn stop_reason(stop: StopReason) -> acp::StopReason {
@@ -120,9 +217,15 @@ mod tests {
     use crate::display::Presentation;
     use serde_json::json;
 
+    fn one(event: AgentEvent) -> acp::SessionUpdate {
+        let mut updates = update(event);
+        assert_eq!(updates.len(), 1);
+        updates.remove(0)
+    }
+
     #[test]
     fn a_started_tool_call_carries_title_kind_locations_and_raw_input_on_the_wire() {
-        let update = update(AgentEvent::ToolCallStarted {
+        let update = one(AgentEvent::ToolCallStarted {
             call_id: "call_1".into(),
             tool: "read".into(),
             presentation: Presentation {
@@ -151,7 +254,7 @@ mod tests {
     #[test]
     fn a_finished_call_shows_its_output_as_text_unless_it_has_richer_content() {
         let finished = |display: Vec<Content>| {
-            serde_json::to_value(update(AgentEvent::ToolCallFinished {
+            serde_json::to_value(one(AgentEvent::ToolCallFinished {
                 call_id: "c".into(),
                 status: ToolStatus::Failed,
                 output: "File not found: /x".into(),
@@ -184,7 +287,7 @@ mod tests {
 
     #[test]
     fn message_chunks_carry_their_message_id() {
-        let value = serde_json::to_value(update(AgentEvent::MessageChunk {
+        let value = serde_json::to_value(one(AgentEvent::MessageChunk {
             message_id: "m1".into(),
             text: "hi".into(),
         }))

@@ -6,20 +6,19 @@
 
 pub mod client;
 pub mod convert;
+pub mod handlers;
 pub mod headless;
 pub mod prompt;
 pub mod render;
 
 use std::sync::{Arc, RwLock};
 
+use agent_client_protocol::v1::Responder;
 use agent_client_protocol::v1::schema as acp;
-use agent_client_protocol::v1::{ConnectionTo, Responder};
-use agent_client_protocol::{Agent, Client, ConnectTo, Error, ErrorCode};
-use serde_json::Value;
+use agent_client_protocol::{Agent, ConnectTo, Error};
 
 use crate::config::Sources;
-use crate::session::{Manager, Seams};
-use client::SessionClient;
+use crate::session::Manager;
 
 /// The state shared by all handlers of one connection.
 pub struct State {
@@ -41,15 +40,17 @@ impl State {
     }
 }
 
-fn session_not_found(id: &acp::SessionId) -> Error {
-    Error::new(ErrorCode::RESOURCE_NOT_FOUND, format!("Session not found: {id}"))
-        .data(serde_json::json!({"sessionId": id}))
-}
-
 fn capabilities() -> acp::AgentCapabilities {
     acp::AgentCapabilities::new()
-        .load_session(false)
+        .load_session(true)
         .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true).audio(false))
+        .session_capabilities(
+            acp::SessionCapabilities::new()
+                .list(acp::SessionListCapabilities::new())
+                .resume(acp::SessionResumeCapabilities::new())
+                .close(acp::SessionCloseCapabilities::new())
+                .delete(acp::SessionDeleteCapabilities::new()),
+        )
 }
 
 fn initialize(
@@ -69,75 +70,6 @@ fn initialize(
     )
 }
 
-fn new_session(
-    state: &State,
-    request: acp::NewSessionRequest,
-    responder: Responder<acp::NewSessionResponse>,
-    cx: ConnectionTo<Client>,
-) -> Result<(), Error> {
-    let cwd = request.cwd;
-    if !cwd.is_absolute() {
-        return responder.respond_with_error(Error::new(
-            ErrorCode::INVALID_PARAMS,
-            format!("cwd must be an absolute path, got \"{}\"", cwd.display()),
-        ));
-    }
-    if !cwd.is_dir() {
-        return responder.respond_with_error(Error::new(
-            ErrorCode::INVALID_PARAMS,
-            format!("cwd is not an existing directory: {}", cwd.display()),
-        ));
-    }
-    let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
-    let capabilities = state.client_capabilities();
-    let created = state.manager.create(&cwd, mcp, |id| {
-        let client = Arc::new(SessionClient::new(cx.clone(), id, capabilities.clone(), cwd.clone()));
-        let fs: Option<Arc<dyn crate::tool::files::ClientFs>> =
-            if client.has_fs() { Some(client.clone()) } else { None };
-        let terminals: Option<Arc<dyn crate::tool::shell::terminal::ClientTerminals>> =
-            if client.offers_terminals() { Some(client.clone()) } else { None };
-        Seams { sink: client.clone(), approver: Some(client), fs, terminals }
-    });
-    match created {
-        Ok(session) => {
-            tracing::info!(session = %session.id, cwd = %cwd.display(), "session/new");
-            responder.respond(acp::NewSessionResponse::new(session.id.clone()))
-        }
-        Err(e) => responder.respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, e.to_string())),
-    }
-}
-
-fn prompt(
-    state: &State,
-    request: acp::PromptRequest,
-    responder: Responder<acp::PromptResponse>,
-) -> Result<(), Error> {
-    let Some(session) = state.manager.get(&request.session_id.0) else {
-        return responder.respond_with_error(session_not_found(&request.session_id));
-    };
-    // The turn runs on its own task: the dispatch loop must stay free for cancel and permission replies.
-    tokio::spawn(async move {
-        let parts = match prompt::user_parts(&request.prompt).await {
-            Ok(parts) => parts,
-            Err(e) => {
-                let _ = responder.respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, e.to_string()));
-                return;
-            }
-        };
-        let reply = match session.prompt(parts).await {
-            Ok(stop) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
-            Err(e) => {
-                tracing::warn!(session = %session.id, error = %e, "turn failed");
-                responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
-            }
-        };
-        if let Err(e) = reply {
-            tracing::debug!(error = %e, "prompt response not sent (connection closing)");
-        }
-    });
-    Ok(())
-}
-
 fn cancel(state: &State, notification: acp::CancelNotification) {
     match state.manager.get(&notification.session_id.0) {
         Some(session) => session.cancel(),
@@ -154,34 +86,64 @@ pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources)
 /// session's work.
 pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Manager) -> Result<(), Error> {
     let state = Arc::new(State::new(manager));
-    let result = Agent
-        .v1()
-        .name("tinycode")
-        .on_receive_request(
-            {
-                let state = state.clone();
-                async move |request: acp::InitializeRequest, responder, _cx| {
-                    initialize(&state, request, responder)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
+    // Open the session database now, so the first session/new does not wait for it.
+    tokio::spawn({
+        let state = state.clone();
+        async move {
+            if let Err(e) = state.manager.store().await {
+                tracing::error!(error = %e, "sessions will not be saved");
+            }
+        }
+    });
+    macro_rules! request {
+        ($builder:expr, $kind:ty, |$state:ident, $request:ident, $responder:ident, $cx:ident| $body:expr) => {{
+            let $state = state.clone();
+            $builder.on_receive_request(
+                async move |$request: $kind, $responder, $cx| $body,
+                agent_client_protocol::on_receive_request!(),
+            )
+        }};
+    }
+    let builder = Agent.v1().name("tinycode");
+    let builder =
+        request!(builder, acp::InitializeRequest, |s, r, responder, _cx| initialize(&s, r, responder));
+    let builder = request!(builder, acp::NewSessionRequest, |s, r, responder, cx| handlers::new_session(
+        &s, r, responder, cx
+    )
+    .await);
+    let builder = request!(builder, acp::LoadSessionRequest, |s, r, responder, cx| handlers::load_session(
+        &s, r, responder, cx
+    )
+    .await);
+    let builder =
+        request!(builder, acp::ResumeSessionRequest, |s, r, responder, cx| handlers::resume_session(
+            &s, r, responder, cx
         )
-        .on_receive_request(
-            {
-                let state = state.clone();
-                async move |request: acp::NewSessionRequest, responder, cx| {
-                    new_session(&state, request, responder, cx)
-                }
-            },
-            agent_client_protocol::on_receive_request!(),
+        .await);
+    let builder =
+        request!(builder, acp::ListSessionsRequest, |s, r, responder, _cx| handlers::list_sessions(
+            &s, r, responder
         )
-        .on_receive_request(
-            {
-                let state = state.clone();
-                async move |request: acp::PromptRequest, responder, _cx| prompt(&state, request, responder)
-            },
-            agent_client_protocol::on_receive_request!(),
+        .await);
+    let builder =
+        request!(builder, acp::CloseSessionRequest, |s, r, responder, _cx| handlers::close_session(
+            &s, r, responder
         )
+        .await);
+    let builder =
+        request!(builder, acp::DeleteSessionRequest, |s, r, responder, _cx| handlers::delete_session(
+            &s, r, responder
+        )
+        .await);
+    let builder = request!(builder, acp::SetSessionModeRequest, |s, r, responder, cx| handlers::set_mode(
+        &s, r, responder, cx
+    ));
+    let builder = request!(builder, acp::SetSessionConfigOptionRequest, |s, r, responder, cx| {
+        handlers::set_config_option(&s, r, responder, cx)
+    });
+    let builder =
+        request!(builder, acp::PromptRequest, |s, r, responder, _cx| handlers::prompt(&s, r, responder));
+    let result = builder
         .on_receive_notification(
             {
                 let state = state.clone();
@@ -194,6 +156,6 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
         )
         .connect_to(transport)
         .await;
-    state.manager.close_all();
+    state.manager.shutdown().await;
     result
 }

@@ -13,6 +13,7 @@ use agent_client_protocol::v1::schema as acp;
 use serde_json::{Value, json};
 
 use super::convert;
+use crate::agent::event::CompactionStatus;
 use crate::agent::{AgentEvent, ToolStatus};
 use crate::display::{Content, Kind};
 use crate::tool::shell::process::signal_name;
@@ -60,19 +61,34 @@ impl Window {
 /// How a client wants running commands shown.
 pub struct Renderer {
     terminal_meta: bool,
+    /// The client takes `compaction_update` (declared `session.compaction`).
+    compaction_updates: bool,
     cwd: PathBuf,
     /// Running execute calls and their live output windows.
     executing: HashMap<String, Window>,
 }
 
 impl Renderer {
-    pub fn new(terminal_meta: bool, cwd: PathBuf) -> Self {
-        Self { terminal_meta, cwd, executing: HashMap::new() }
+    pub fn new(terminal_meta: bool, compaction_updates: bool, cwd: PathBuf) -> Self {
+        Self { terminal_meta, compaction_updates, cwd, executing: HashMap::new() }
     }
 
     /// The updates for one event.
-    pub fn render(&mut self, event: AgentEvent) -> acp::SessionUpdate {
-        match event {
+    pub fn render(&mut self, event: AgentEvent) -> Vec<acp::SessionUpdate> {
+        if let AgentEvent::Compaction { compaction_id, status, summary } = &event
+            && self.compaction_updates
+        {
+            let status = match status {
+                CompactionStatus::Started => acp::CompactionStatus::InProgress,
+                CompactionStatus::Completed => acp::CompactionStatus::Completed,
+                CompactionStatus::Failed => acp::CompactionStatus::Failed,
+            };
+            let summary = summary.clone().map(|s| vec![acp::ContentBlock::Text(acp::TextContent::new(s))]);
+            return vec![acp::SessionUpdate::CompactionUpdate(
+                acp::CompactionUpdate::new(compaction_id.clone(), status).summary(summary),
+            )];
+        }
+        vec![match event {
             AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input }
                 if presentation.kind == Kind::Execute =>
             {
@@ -110,8 +126,8 @@ impl Renderer {
                 self.executing.remove(&call_id);
                 self.finish_execute(call_id, status, output, display, locations, raw_output)
             }
-            other => convert::update(other),
-        }
+            other => return convert::update(other),
+        }]
     }
 
     fn finish_execute(

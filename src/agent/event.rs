@@ -14,9 +14,19 @@ pub enum ToolStatus {
     Failed,
 }
 
+/// Where a compaction stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompactionStatus {
+    Started,
+    Completed,
+    Failed,
+}
+
 /// One user-visible step of a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
+    /// A user message, as the editor sent it (replayed when a session is loaded).
+    UserMessage { message_id: String, blocks: Value },
     /// Streamed assistant text; chunks with the same `message_id` belong to one message.
     MessageChunk { message_id: String, text: String },
     /// Streamed reasoning text.
@@ -29,6 +39,14 @@ pub enum AgentEvent {
     ToolCallOutput { call_id: String, text: String },
     /// Content the call's card shows from now on (an editor terminal).
     ToolCallContent { call_id: String, content: Vec<Content> },
+    /// The session's title or activity time changed.
+    SessionInfo { title: Option<String>, updated_at: String },
+    /// Tokens in the context now, of the model's window.
+    Usage { used: u64, size: u64 },
+    /// The session's to-do list changed (the whole list, as `todowrite` keeps it).
+    Plan { items: Value },
+    /// Older history is being (or was) summarised.
+    Compaction { compaction_id: String, status: CompactionStatus, summary: Option<String> },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,

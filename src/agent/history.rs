@@ -32,6 +32,29 @@ impl History {
         self.messages.push(message);
     }
 
+    /// Replace everything but the newest `keep` messages with a summary. The kept part must start at a message
+    /// boundary where every earlier call has its result (see [`History::cut_points`]).
+    pub fn compact(&mut self, summary: &str, keep: usize) {
+        let keep = keep.min(self.messages.len());
+        let kept = self.messages.split_off(self.messages.len() - keep);
+        let text = format!(
+            "<conversation-summary>\nThe earlier part of this conversation was summarised to save space:\n\n{summary}\n</conversation-summary>"
+        );
+        self.messages = vec![Message::User(vec![UserPart::Text(text)])];
+        self.messages.extend(kept);
+    }
+
+    /// Indices where the history may be cut for compaction: user and assistant messages (a tool result never
+    /// starts the kept part, so no call loses its result).
+    pub fn cut_points(&self) -> Vec<usize> {
+        self.messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| matches!(m, Message::User(_) | Message::Assistant { .. }))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Tool call ids of the last assistant message that have no result yet.
     pub fn open_calls(&self) -> Vec<String> {
         let Some(start) = self.messages.iter().rposition(|m| matches!(m, Message::Assistant { .. })) else {

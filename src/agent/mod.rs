@@ -3,8 +3,10 @@
 //!
 //! Knows nothing about ACP. Depends on `llm`, `tool`, `permission`, `bus` and `config`.
 
+pub mod compaction;
 pub mod event;
 pub mod history;
+pub mod journal;
 pub mod system_prompt;
 pub mod turn;
 

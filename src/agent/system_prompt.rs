@@ -4,28 +4,15 @@
 //! Owns the prompt's content. Reads a few small files; must not do anything else.
 
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
+
+use crate::clock::date;
 
 const SYSTEM: &str = include_str!("prompts/system.md");
 const AGENTS_MD: &str = include_str!("prompts/agents_md.md");
+const PLAN: &str = include_str!("prompts/plan.md");
 /// Larger instruction files are cut so they cannot crowd out the conversation.
 const MAX_AGENTS_MD_BYTES: usize = 32 * 1024;
-
-/// A calendar date `YYYY-MM-DD` (UTC) for a time.
-pub fn date(time: SystemTime) -> String {
-    let days = time.duration_since(UNIX_EPOCH).map(|d| d.as_secs() / 86_400).unwrap_or(0) as i64;
-    // Howard Hinnant's civil-from-days algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
-}
 
 /// The directory holding `.git` at or above `cwd`, if any.
 pub fn git_root(cwd: &Path) -> Option<PathBuf> {
@@ -52,8 +39,8 @@ fn instructions(file: &Path) -> Option<String> {
         .then(|| AGENTS_MD.replace("{{path}}", &file.display().to_string()).replace("{{content}}", text))
 }
 
-/// Build the system prompt for a session rooted at `cwd`.
-pub fn build(cwd: &Path, now: SystemTime) -> String {
+/// Build the system prompt for a session rooted at `cwd` (in plan mode, with its own instructions).
+pub fn build(cwd: &Path, now: SystemTime, plan_mode: bool) -> String {
     let git = if git_root(cwd).is_some() { "yes" } else { "no" };
     let mut prompt = SYSTEM
         .replace("{{cwd}}", &cwd.display().to_string())
@@ -65,20 +52,16 @@ pub fn build(cwd: &Path, now: SystemTime) -> String {
             prompt.push_str(&section);
         }
     }
+    if plan_mode {
+        prompt.push_str(PLAN);
+    }
     prompt
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn dates_are_computed_in_the_proleptic_gregorian_calendar() {
-        assert_eq!(date(UNIX_EPOCH), "1970-01-01");
-        assert_eq!(date(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
-        assert_eq!(date(UNIX_EPOCH + Duration::from_secs(1_795_996_800)), "2026-11-30");
-    }
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn the_prompt_states_the_environment_and_includes_agents_md_from_root_to_cwd() {
@@ -88,7 +71,7 @@ mod tests {
         std::fs::create_dir_all(root.join("sub")).unwrap();
         std::fs::write(root.join("AGENTS.md"), "Use tabs.\n").unwrap();
         std::fs::write(root.join("sub/AGENTS.md"), "Run make test.\n").unwrap();
-        let prompt = build(&root.join("sub"), UNIX_EPOCH);
+        let prompt = build(&root.join("sub"), UNIX_EPOCH, false);
         assert!(prompt.contains(&format!("- Working directory: {}\n", root.join("sub").display())));
         assert!(prompt.contains("- Git repository: yes\n"));
         assert!(prompt.contains("- Today's date: 1970-01-01"));
@@ -103,7 +86,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("p")).unwrap();
         std::fs::write(dir.path().join("AGENTS.md"), "outer").unwrap();
-        let prompt = build(&dir.path().join("p"), UNIX_EPOCH);
+        let prompt = build(&dir.path().join("p"), UNIX_EPOCH, false);
         assert!(prompt.contains("- Git repository: no\n"));
         assert!(!prompt.contains("outer"));
     }

@@ -1,6 +1,7 @@
 //! One prompt turn: call the model, run the tool calls it asks for, feed the results back, and repeat until
 //! the model answers without tool calls, the request cap is reached, the output limit stops it, or the user
-//! cancels.
+//! cancels. Each completed event is journaled as it happens; token usage is reported after every response;
+//! the history is compacted when it nears the context window (and once more if the provider says it overflowed).
 //!
 //! Owns the loop and the history invariant during a turn. Must not know about ACP; everything the user sees
 //! leaves through [`EventSink`].
@@ -13,13 +14,14 @@ use std::time::SystemTime;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::event::{AgentEvent, EventSink, ToolStatus};
+use super::compaction;
+use super::event::{AgentEvent, CompactionStatus, EventSink, ToolStatus};
 use super::history::History;
+use super::journal::Journal;
 use super::system_prompt;
-use crate::bus::Bus;
-use crate::bus::Event;
+use crate::bus::{Bus, Event};
 use crate::config::Config;
-use crate::display::Location;
+use crate::display::{Location, Presentation};
 use crate::llm::repair;
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
@@ -67,6 +69,11 @@ pub struct Conversation {
 }
 
 impl Conversation {
+    /// A conversation restored from storage.
+    pub fn restored(history: History, shown_ids: HashSet<String>) -> Self {
+        Self { history, shown_ids }
+    }
+
     /// An id for the user-facing tool call: the provider's id unless the session already used it.
     fn ui_call_id(&mut self, provider_id: &str) -> String {
         let mut id = provider_id.to_string();
@@ -89,10 +96,16 @@ pub struct Turn<'a> {
     pub cwd: &'a Path,
     pub config: &'a Config,
     pub model: &'a dyn ModelClient,
+    pub model_name: String,
+    pub reasoning_effort: Option<String>,
+    pub context_window: u64,
+    /// The session is in plan mode: the system prompt says so.
+    pub plan_mode: bool,
     pub registry: &'a Registry,
     pub sink: Arc<dyn EventSink>,
     pub perms: Option<Arc<permission::Service>>,
     pub bus: &'a Bus,
+    pub journal: Option<Journal>,
     pub cancel: CancellationToken,
 }
 
@@ -140,6 +153,14 @@ fn prepare(call: &ToolCall, cut_off: bool, registry: &Registry) -> Prepared {
     }
 }
 
+/// What one model request produced.
+enum Step {
+    Response(Response),
+    Cancelled,
+    /// The provider says the context overflowed (nothing was shown yet).
+    Overflow(LlmError),
+}
+
 impl Turn<'_> {
     fn tool_specs(&self) -> Vec<ToolSpec> {
         self.registry
@@ -153,16 +174,25 @@ impl Turn<'_> {
             .collect()
     }
 
-    /// Run the turn for `input` on `conversation`.
+    fn journal(&self) -> Option<&Journal> {
+        self.journal.as_ref()
+    }
+
+    /// Run the turn for `input` (the prompt as the editor sent it is `blocks`) on `conversation`.
     pub async fn run(
         &self,
         conversation: &mut Conversation,
         input: Vec<UserPart>,
+        blocks: Value,
     ) -> Result<StopReason, TurnError> {
+        if let Some(journal) = self.journal() {
+            journal.user(&new_id("user"), &blocks, &input);
+        }
         conversation.history.push_user(input);
-        let system = system_prompt::build(self.cwd, SystemTime::now());
+        let system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
         let tools = self.tool_specs();
         let mut requests = 0;
+        let mut compacted_on_overflow = false;
         loop {
             if self.cancel.is_cancelled() {
                 return Ok(StopReason::Cancelled);
@@ -171,21 +201,30 @@ impl Turn<'_> {
                 return Ok(StopReason::MaxTurnRequests);
             }
             requests += 1;
-            let notes = self.tasks.take_notes();
-            if !notes.is_empty() {
-                let text = format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n"));
-                conversation.history.push_user(vec![UserPart::Text(text)]);
+            self.deliver_notes(&mut conversation.history);
+            let mut request = self.request(&system, &tools, &conversation.history);
+            if compaction::needed(
+                compaction::request_tokens(&request),
+                self.context_window,
+                self.config.max_output_tokens,
+            ) {
+                self.compact(conversation, self.keep_budget()).await;
+                request = self.request(&system, &tools, &conversation.history);
             }
-            let request = Request {
-                model: self.config.model.clone(),
-                system: system.clone(),
-                messages: conversation.history.messages().to_vec(),
-                tools: tools.clone(),
-                max_output_tokens: self.config.max_output_tokens,
-            };
             let mut response = match self.call_model(&request, &mut conversation.history).await? {
-                Some(response) => response,
-                None => return Ok(StopReason::Cancelled),
+                Step::Response(response) => response,
+                Step::Cancelled => return Ok(StopReason::Cancelled),
+                Step::Overflow(error) if !compacted_on_overflow => {
+                    compacted_on_overflow = true;
+                    requests -= 1;
+                    if self.compact(conversation, self.keep_budget()).await
+                        == Some(CompactionStatus::Completed)
+                    {
+                        continue;
+                    }
+                    return Err(error.into());
+                }
+                Step::Overflow(error) => return Err(error.into()),
             };
             dedupe_ids(&mut response.tool_calls);
             if let Some(stop) = self.record_response(&response, &mut conversation.history) {
@@ -202,13 +241,81 @@ impl Turn<'_> {
         }
     }
 
-    /// Stream one model response. `Ok(None)` means the turn was cancelled; whatever text already reached
-    /// the user is kept in the history.
-    async fn call_model(
+    fn request(&self, system: &str, tools: &[ToolSpec], history: &History) -> Request {
+        Request {
+            model: self.model_name.clone(),
+            system: system.to_string(),
+            messages: history.messages().to_vec(),
+            tools: tools.to_vec(),
+            max_output_tokens: self.config.max_output_tokens,
+            reasoning_effort: self.reasoning_effort.clone(),
+        }
+    }
+
+    /// Tokens the newest messages may keep through a compaction.
+    fn keep_budget(&self) -> u64 {
+        (self.context_window as f64 * compaction::KEEP) as u64
+    }
+
+    /// Background tasks that finished since the last request are told to the model.
+    fn deliver_notes(&self, history: &mut History) {
+        let notes = self.tasks.take_notes();
+        if notes.is_empty() {
+            return;
+        }
+        let text = format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n"));
+        if let Some(journal) = self.journal() {
+            journal.note(&text);
+        }
+        history.push_user(vec![UserPart::Text(text)]);
+    }
+
+    /// Summarise older history, keeping the newest messages within `keep_tokens`. Returns how it ended, or
+    /// `None` when there was nothing to summarise.
+    pub async fn compact(
         &self,
-        request: &Request,
-        history: &mut History,
-    ) -> Result<Option<Response>, TurnError> {
+        conversation: &mut Conversation,
+        keep_tokens: u64,
+    ) -> Option<CompactionStatus> {
+        let keep = compaction::keep_count(&conversation.history, keep_tokens)?;
+        let compaction_id = new_id("compaction");
+        self.sink.emit(AgentEvent::Compaction {
+            compaction_id: compaction_id.clone(),
+            status: CompactionStatus::Started,
+            summary: None,
+        });
+        let messages = conversation.history.messages();
+        let older = &messages[..messages.len() - keep];
+        match compaction::summarise(self.model, &self.model_name, older, &self.cancel).await {
+            Ok(summary) if !summary.is_empty() => {
+                conversation.history.compact(&summary, keep);
+                if let Some(journal) = self.journal() {
+                    journal.summary(&summary, keep);
+                }
+                self.sink.emit(AgentEvent::Compaction {
+                    compaction_id,
+                    status: CompactionStatus::Completed,
+                    summary: Some(summary),
+                });
+                Some(CompactionStatus::Completed)
+            }
+            other => {
+                if let Err(e) = other {
+                    tracing::warn!(error = %e, "compaction failed");
+                }
+                self.sink.emit(AgentEvent::Compaction {
+                    compaction_id,
+                    status: CompactionStatus::Failed,
+                    summary: None,
+                });
+                Some(CompactionStatus::Failed)
+            }
+        }
+    }
+
+    /// Stream one model response. Whatever text already reached the user is kept (and saved) even when the
+    /// request ends early.
+    async fn call_model(&self, request: &Request, history: &mut History) -> Result<Step, TurnError> {
         let message_id = new_id("msg");
         let thought_id = new_id("thought");
         let shown = Mutex::new(String::new());
@@ -228,6 +335,9 @@ impl Turn<'_> {
         let partial = shown.into_inner().unwrap_or_default();
         let keep_partial = |history: &mut History| {
             if !partial.is_empty() {
+                if let Some(journal) = self.journal() {
+                    journal.assistant(&message_id, &thought_id, &partial, &None, &[]);
+                }
                 history.push(Message::Assistant {
                     text: partial.clone(),
                     reasoning: None,
@@ -236,18 +346,34 @@ impl Turn<'_> {
             }
         };
         match result {
-            Ok(response) => {
+            Ok(mut response) => {
                 if response.text.is_empty()
                     && let Some(refusal) = &response.refusal
                 {
-                    self.sink.emit(AgentEvent::MessageChunk { message_id, text: refusal.clone() });
+                    self.sink.emit(AgentEvent::MessageChunk {
+                        message_id: message_id.clone(),
+                        text: refusal.clone(),
+                    });
+                    response.text = refusal.clone();
                 }
-                Ok(Some(response))
+                dedupe_ids(&mut response.tool_calls);
+                if let Some(journal) = self.journal() {
+                    journal.assistant(
+                        &message_id,
+                        &thought_id,
+                        &response.text,
+                        &response.reasoning,
+                        &response.tool_calls,
+                    );
+                }
+                self.report_usage(request, &response);
+                Ok(Step::Response(response))
             }
             Err(LlmError::Cancelled) => {
                 keep_partial(history);
-                Ok(None)
+                Ok(Step::Cancelled)
             }
+            Err(error @ LlmError::ContextOverflow { .. }) if partial.is_empty() => Ok(Step::Overflow(error)),
             Err(error) => {
                 keep_partial(history);
                 Err(error.into())
@@ -255,14 +381,24 @@ impl Turn<'_> {
         }
     }
 
+    /// Tell the editor how full the context is: the provider's count when it sent one, else an estimate.
+    fn report_usage(&self, request: &Request, response: &Response) {
+        let used = match response.usage {
+            Some(usage) => {
+                if let Some(journal) = self.journal() {
+                    journal.usage(&self.model_name, &usage);
+                }
+                usage.input_tokens + usage.output_tokens
+            }
+            None => compaction::request_tokens(request) + compaction::estimate_tokens(response.text.len()),
+        };
+        self.sink.emit(AgentEvent::Usage { used, size: self.context_window });
+    }
+
     /// Add the response to the history; returns the stop reason when the turn ends here.
     fn record_response(&self, response: &Response, history: &mut History) -> Option<StopReason> {
-        let text = match (&response.refusal, response.text.is_empty()) {
-            (Some(refusal), true) => refusal.clone(),
-            _ => response.text.clone(),
-        };
         history.push(Message::Assistant {
-            text,
+            text: response.text.clone(),
             reasoning: response.reasoning.clone(),
             tool_calls: response.tool_calls.clone(),
         });
@@ -281,9 +417,11 @@ impl Turn<'_> {
         None
     }
 
-    fn context(&self, ui_id: &str, tool: &str, args: &Value) -> Context {
+    fn context(&self, ui_id: &str, call_id: &str, tool: &str, args: &Value) -> Context {
         let sink = self.sink.clone();
-        let (call_id, tool, raw_input) = (ui_id.to_string(), tool.to_string(), args.clone());
+        let journal = self.journal.clone();
+        let (ui, provider_id, tool, raw_input) =
+            (ui_id.to_string(), call_id.to_string(), tool.to_string(), args.clone());
         Context {
             session_id: self.session_id.to_string(),
             call_id: ui_id.to_string(),
@@ -300,16 +438,21 @@ impl Turn<'_> {
             terminals: self.terminals.clone(),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
-                    Progress::Presented(presentation) => AgentEvent::ToolCallStarted {
-                        call_id: call_id.clone(),
-                        tool: tool.clone(),
-                        presentation,
-                        raw_input: raw_input.clone(),
-                    },
-                    Progress::Running => AgentEvent::ToolCallRunning { call_id: call_id.clone() },
-                    Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: call_id.clone(), text },
+                    Progress::Presented(presentation) => {
+                        if let Some(journal) = &journal {
+                            journal.tool_started(&provider_id, &ui, &tool, &presentation, &raw_input);
+                        }
+                        AgentEvent::ToolCallStarted {
+                            call_id: ui.clone(),
+                            tool: tool.clone(),
+                            presentation,
+                            raw_input: raw_input.clone(),
+                        }
+                    }
+                    Progress::Running => AgentEvent::ToolCallRunning { call_id: ui.clone() },
+                    Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: ui.clone(), text },
                     Progress::Content(content) => {
-                        AgentEvent::ToolCallContent { call_id: call_id.clone(), content }
+                        AgentEvent::ToolCallContent { call_id: ui.clone(), content }
                     }
                 })
             })),
@@ -324,7 +467,7 @@ impl Turn<'_> {
         let prepared = prepare(call, cut_off, self.registry);
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
-        let context = self.context(&ui_id, &prepared.tool, &prepared.args);
+        let context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
         let mut outcome = self.registry.execute(&prepared.tool, context, prepared.args).await;
         // Files the call modified (bus `file.modified`) are locations the editor can follow.
         while let Ok(event) = modified.try_recv() {
@@ -346,16 +489,25 @@ impl Turn<'_> {
         };
         let raw_output =
             if outcome.metadata.is_null() { json!({"output": output}) } else { outcome.metadata };
-        self.sink.emit(AgentEvent::ToolCallFinished {
-            call_id: ui_id,
+        let finished = AgentEvent::ToolCallFinished {
+            call_id: ui_id.clone(),
             status: if outcome.is_error { ToolStatus::Failed } else { ToolStatus::Completed },
             output: output.clone(),
             display: outcome.display,
             locations: outcome.locations,
             raw_output,
-        });
+        };
+        if let Some(journal) = self.journal() {
+            journal.tool_finished(&call.id, &ui_id, &output, outcome.is_error, &finished);
+        }
+        self.sink.emit(finished);
         output
     }
+}
+
+/// The presentation a call had before it was run (for callers that need it without running).
+pub fn presentation_of(registry: &Registry, tool: &str, args: &Value, cwd: &Path) -> Presentation {
+    registry.resolve(tool).map(|d| (d.present)(args, cwd)).unwrap_or_default()
 }
 
 #[cfg(test)]

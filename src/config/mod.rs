@@ -102,6 +102,14 @@ pub struct Config {
     pub formatters: BTreeMap<String, Vec<String>>,
     /// Run commands in the editor's terminals (`terminal/create`) when it offers them.
     pub client_terminals: bool,
+    /// Models offered in the picker besides the provider's own list.
+    pub models: Vec<String>,
+    /// The model's context window in tokens, when the built-in list does not know it.
+    pub context_window: Option<u64>,
+    /// The mode new sessions start in (`build`, `plan`, `accept-edits`, `yolo`).
+    pub default_mode: Option<String>,
+    /// Permission rules from the user's and the project's configuration (project rules come last and win).
+    pub permission_rules: Vec<crate::permission::Rule>,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -119,6 +127,17 @@ struct Layer {
     retry: Option<RetryLayer>,
     formatters: Option<BTreeMap<String, Vec<String>>>,
     shell: Option<ShellLayer>,
+    models: Option<Vec<String>>,
+    context_window: Option<u64>,
+    default_mode: Option<String>,
+    permission: Option<PermissionLayer>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct PermissionLayer {
+    #[serde(default)]
+    rules: Vec<crate::permission::Rule>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -171,6 +190,14 @@ impl Layer {
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
             formatters: merge_maps(self.formatters, lower.formatters),
+            models: self.models.or(lower.models),
+            context_window: self.context_window.or(lower.context_window),
+            default_mode: self.default_mode.or(lower.default_mode),
+            // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
+            permission: match (self.permission, lower.permission) {
+                (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
+                (a, b) => a.or(b),
+            },
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => {
                     Some(ShellLayer { client_terminals: a.client_terminals.or(b.client_terminals) })
@@ -257,6 +284,10 @@ impl Config {
             connect_timeout: Duration::from_millis(layer.connect_timeout_ms.unwrap_or(30_000)),
             formatters: layer.formatters.unwrap_or_default(),
             client_terminals: layer.shell.and_then(|s| s.client_terminals).unwrap_or(false),
+            models: layer.models.unwrap_or_default(),
+            context_window: layer.context_window,
+            default_mode: layer.default_mode,
+            permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
         }
     }
 }

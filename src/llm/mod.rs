@@ -90,6 +90,8 @@ pub struct Request {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_output_tokens: Option<u32>,
+    /// `reasoning_effort` for models that take one.
+    pub reasoning_effort: Option<String>,
 }
 
 /// Streamed output, relayed to the user as it arrives.

@@ -172,6 +172,9 @@ pub fn body(request: &Request) -> Value {
     if let Some(max) = request.max_output_tokens {
         body["max_tokens"] = json!(max);
     }
+    if let Some(effort) = &request.reasoning_effort {
+        body["reasoning_effort"] = json!(effort);
+    }
     body
 }
 
@@ -411,6 +414,33 @@ impl OpenAiClient {
         }
         Err(LlmError::RetriesExhausted { attempts: self.retry.max_retries + 1, last })
     }
+}
+
+/// The model ids the provider offers (`GET {base}/models`). Bounded by the connect timeout; never retried.
+pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
+    let mut builder = http()?.get(format!("{}/models", config.base_url.trim_end_matches('/')));
+    if let Some(key) = &config.api_key {
+        builder = builder.bearer_auth(key);
+    }
+    let response = tokio::time::timeout(config.connect_timeout, builder.send())
+        .await
+        .map_err(|_| LlmError::Protocol("timed out listing models".into()))?
+        .map_err(|e| LlmError::Protocol(format!("cannot list models: {e}")))?;
+    let status = response.status().as_u16();
+    if status != 200 {
+        return Err(LlmError::Rejected { status, message: read_error_body(response).await });
+    }
+    let body: Value =
+        response.json().await.map_err(|e| LlmError::Protocol(format!("bad model list: {e}")))?;
+    let mut ids: Vec<String> = body
+        .get("data")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+        .collect();
+    ids.sort();
+    Ok(ids)
 }
 
 impl ModelClient for OpenAiClient {

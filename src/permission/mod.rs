@@ -125,13 +125,7 @@ pub struct Ruleset {
 impl Ruleset {
     /// The `build` agent's defaults: reads and searches run freely, everything that changes something asks.
     pub fn build_defaults() -> Self {
-        Self {
-            rules: vec![
-                Rule::new("*", "*", Action::Ask),
-                Rule::new("read", "*", Action::Allow),
-                Rule::new("plan_enter", "*", Action::Allow),
-            ],
-        }
+        Self { rules: agent_rules("build") }
     }
 
     /// The rule that decides `value` in `category`, if any.
@@ -171,39 +165,153 @@ pub trait Approver: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     Allow,
-    /// A rule denies it; the model is told which one.
-    Denied(Rule),
+    /// A rule denies it; the model is told which one and why.
+    Denied {
+        rule: Rule,
+        why: String,
+    },
     /// The user said no; the model is told and the turn goes on.
     Rejected,
     /// The turn must end as cancelled.
     Cancelled,
 }
 
-/// The permission service of one session: its ruleset, the rules remembered from "always" answers, and the
-/// way to ask. Asks are serialised so two tool calls never interleave their questions.
+/// The rules every agent (mode) starts from; user, project and remembered rules come after and win.
+pub fn agent_rules(agent: &str) -> Vec<Rule> {
+    let build = vec![
+        Rule::new("*", "*", Action::Ask),
+        Rule::new("read", "*", Action::Allow),
+        Rule::new("plan_enter", "*", Action::Allow),
+    ];
+    match agent {
+        "plan" => vec![
+            Rule::new("*", "*", Action::Ask),
+            Rule::new("read", "*", Action::Allow),
+            Rule::new("plan_exit", "*", Action::Allow),
+            Rule::new("plan_enter", "*", Action::Deny),
+        ],
+        "accept-edits" => [build, vec![Rule::new("edit", "*", Action::Allow)]].concat(),
+        "yolo" => vec![Rule::new("*", "*", Action::Allow), Rule::new("secret-shell", "*", Action::Ask)],
+        _ => build,
+    }
+}
+
+/// Tools that change session state only and stay usable in plan mode (planning is not editing).
+const PLAN_SAFE_TOOLS: [&str; 1] = ["todowrite"];
+
+/// The fail-closed check in front of every rule: plan mode never edits and never runs anything that is not a
+/// read, whatever the rules say.
+pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
+    let forbidden = matches!(
+        ask.category,
+        Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
+    );
+    (agent == "plan" && forbidden && !PLAN_SAFE_TOOLS.contains(&ask.tool.as_str())).then(|| {
+        (
+            Rule::new(ask.category.as_str(), "*", Action::Deny),
+            "Plan mode does not change files or run commands that change anything. Finish the plan, then call plan_exit (or ask the user to switch modes).".to_string(),
+        )
+    })
+}
+
+/// Where "always" answers are saved.
+struct Persist {
+    store: crate::store::Store,
+}
+
+/// The permission service of one session: the agent (mode) whose rules apply, rules from configuration, the
+/// rules remembered from "always" answers (saved per project), and the way to ask. Asks are serialised so two
+/// tool calls never interleave their questions; an "always" answer also settles the asks waiting behind it.
 pub struct Service {
-    ruleset: std::sync::RwLock<Ruleset>,
+    agent: std::sync::RwLock<String>,
+    project: String,
+    config_rules: Vec<Rule>,
+    remembered: std::sync::RwLock<Vec<Rule>>,
     approver: Option<Arc<dyn Approver>>,
     ask_lock: tokio::sync::Mutex<()>,
+    persist: std::sync::OnceLock<Persist>,
+}
+
+fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    match lock.write() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 impl Service {
-    pub fn new(ruleset: Ruleset, approver: Option<Arc<dyn Approver>>) -> Self {
-        Self { ruleset: std::sync::RwLock::new(ruleset), approver, ask_lock: tokio::sync::Mutex::new(()) }
+    /// `project` is the session directory: remembered rules are scoped to it.
+    pub fn new(
+        agent: &str,
+        project: &str,
+        config_rules: Vec<Rule>,
+        approver: Option<Arc<dyn Approver>>,
+    ) -> Self {
+        Self {
+            agent: std::sync::RwLock::new(agent.to_string()),
+            project: project.to_string(),
+            config_rules,
+            remembered: std::sync::RwLock::new(Vec::new()),
+            approver,
+            ask_lock: tokio::sync::Mutex::new(()),
+            persist: std::sync::OnceLock::new(),
+        }
     }
 
-    fn decide(&self, category: Category, patterns: &[String]) -> Result<Action, Rule> {
-        let rules = match self.ruleset.read() {
-            Ok(rules) => rules,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+    pub fn agent(&self) -> String {
+        read(&self.agent)
+    }
+
+    pub fn set_agent(&self, agent: &str) {
+        *write(&self.agent) = agent.to_string();
+    }
+
+    /// Rules remembered earlier (loaded from the store).
+    pub fn remember_all(&self, rules: Vec<Rule>) {
+        *write(&self.remembered) = rules;
+    }
+
+    pub fn remembered(&self) -> Vec<Rule> {
+        read(&self.remembered)
+    }
+
+    /// Save future "always" answers to `store`.
+    pub fn persist_to(&self, store: crate::store::Store) {
+        let _ = self.persist.set(Persist { store });
+    }
+
+    fn ruleset(&self) -> Ruleset {
+        let mut rules = agent_rules(&self.agent());
+        rules.extend(self.config_rules.iter().cloned());
+        rules.extend(self.remembered());
+        Ruleset { rules }
+    }
+
+    fn decide(&self, ask: &Ask) -> Result<Action, Verdict> {
+        if let Some((rule, why)) = guard(&self.agent(), ask) {
+            return Err(Verdict::Denied { rule, why });
+        }
+        let rules = self.ruleset();
         let star = ["*".to_string()];
-        let patterns = if patterns.is_empty() { &star[..] } else { patterns };
+        let patterns =
+            if ask.presentation.patterns.is_empty() { &star[..] } else { &ask.presentation.patterns[..] };
         let mut overall = Action::Allow;
         for value in patterns {
             // No matching rule at all fails closed to "ask".
-            match rules.evaluate(category, value) {
-                Some(rule) if rule.action == Action::Deny => return Err(rule.clone()),
+            match rules.evaluate(ask.category, value) {
+                Some(rule) if rule.action == Action::Deny => {
+                    return Err(Verdict::Denied {
+                        rule: rule.clone(),
+                        why: "Do not retry this call.".into(),
+                    });
+                }
                 Some(rule) if rule.action == Action::Allow => {}
                 _ => overall = Action::Ask,
             }
@@ -211,20 +319,50 @@ impl Service {
         Ok(overall)
     }
 
-    fn remember(&self, category: Category, patterns: &[String], action: Action) {
-        let mut rules = match self.ruleset.write() {
-            Ok(rules) => rules,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        for pattern in patterns {
-            rules.rules.push(Rule::new(category.as_str(), pattern, action));
+    /// The pattern an "always" answer remembers: the command prefix for commands, the whole project for edits,
+    /// the value itself otherwise.
+    fn remembered_patterns(&self, ask: &Ask) -> Vec<String> {
+        if ask.presentation.patterns.is_empty() {
+            return vec!["*".into()];
+        }
+        let project = self.project.trim_end_matches('/');
+        let mut patterns: Vec<String> = ask
+            .presentation
+            .patterns
+            .iter()
+            .map(|p| match ask.category {
+                Category::Edit if p.starts_with(&format!("{project}/")) => format!("{project}/**"),
+                _ => p.clone(),
+            })
+            .collect();
+        patterns.dedup();
+        patterns
+    }
+
+    fn remember(&self, ask: &Ask, action: Action) {
+        for pattern in self.remembered_patterns(ask) {
+            let rule = Rule::new(ask.category.as_str(), &pattern, action);
+            write(&self.remembered)
+                .retain(|r| !(r.permission == rule.permission && r.pattern == rule.pattern));
+            write(&self.remembered).push(rule.clone());
+            if let Some(persist) = self.persist.get() {
+                let (project, at) = (self.project.clone(), crate::clock::now_millis());
+                let action = if action == Action::Allow { "allow" } else { "deny" };
+                persist.store.submit("a permission rule", move |c| {
+                    c.execute(
+                        "INSERT INTO permission_rules (project, permission, pattern, action, created_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (project, permission, pattern) DO UPDATE SET action = excluded.action, created_at = excluded.created_at",
+                        rusqlite::params![project, rule.permission, rule.pattern, action, at],
+                    )
+                    .map(|_| ())
+                });
+            }
         }
     }
 
     /// Decide whether the call may run, asking the user when the rules say so.
     pub async fn check(&self, ask: &Ask) -> Verdict {
-        match self.decide(ask.category, &ask.presentation.patterns) {
-            Err(rule) => return Verdict::Denied(rule),
+        match self.decide(ask) {
+            Err(verdict) => return verdict,
             Ok(Action::Allow) => return Verdict::Allow,
             Ok(_) => {}
         }
@@ -233,21 +371,21 @@ impl Service {
             return Verdict::Rejected;
         };
         let _serial = self.ask_lock.lock().await;
-        // An "always" answer given to an earlier ask may already cover this one.
-        match self.decide(ask.category, &ask.presentation.patterns) {
-            Err(rule) => return Verdict::Denied(rule),
+        // An "always" answer given to an earlier ask may already settle this one.
+        match self.decide(ask) {
+            Err(verdict) => return verdict,
             Ok(Action::Allow) => return Verdict::Allow,
             Ok(_) => {}
         }
         match approver.ask(ask).await {
             Reply::AllowOnce => Verdict::Allow,
             Reply::AllowAlways => {
-                self.remember(ask.category, &ask.presentation.patterns, Action::Allow);
+                self.remember(ask, Action::Allow);
                 Verdict::Allow
             }
             Reply::RejectOnce => Verdict::Rejected,
             Reply::RejectAlways => {
-                self.remember(ask.category, &ask.presentation.patterns, Action::Deny);
+                self.remember(ask, Action::Deny);
                 Verdict::Rejected
             }
             Reply::Cancelled => Verdict::Cancelled,
@@ -307,46 +445,103 @@ mod tests {
         assert_eq!(rules.evaluate(Category::Read, "main.rs").unwrap().action, Action::Ask);
     }
 
+    fn service(agent: &str, config: Vec<Rule>, approver: Option<Arc<Scripted>>) -> Service {
+        Service::new(agent, "/p", config, approver.map(|a| a as Arc<dyn Approver>))
+    }
+
+    fn scripted(replies: Vec<Reply>) -> Arc<Scripted> {
+        Arc::new(Scripted { replies: Mutex::new(replies), asked: Mutex::new(vec![]) })
+    }
+
     #[tokio::test]
     async fn reads_are_allowed_by_default_without_asking() {
-        let service = Service::new(Ruleset::build_defaults(), None);
-        assert_eq!(service.check(&ask(Category::Read, "/a")).await, Verdict::Allow);
+        assert_eq!(service("build", vec![], None).check(&ask(Category::Read, "/a")).await, Verdict::Allow);
     }
 
     #[tokio::test]
     async fn an_ask_without_anyone_to_answer_fails_closed() {
-        let service = Service::new(Ruleset::build_defaults(), None);
-        assert_eq!(service.check(&ask(Category::Edit, "/a")).await, Verdict::Rejected);
+        assert_eq!(service("build", vec![], None).check(&ask(Category::Edit, "/a")).await, Verdict::Rejected);
     }
 
     #[tokio::test]
-    async fn a_deny_rule_names_itself_and_never_asks() {
-        let mut rules = Ruleset::build_defaults();
-        rules.rules.push(Rule::new("shell", "rm", Action::Deny));
-        let approver = Arc::new(Scripted { replies: Mutex::new(vec![]), asked: Mutex::new(vec![]) });
-        let service = Service::new(rules, Some(approver.clone()));
+    async fn a_deny_rule_from_config_names_itself_and_never_asks() {
+        let approver = scripted(vec![]);
+        let s = service("build", vec![Rule::new("shell", "rm", Action::Deny)], Some(approver.clone()));
         assert_eq!(
-            service.check(&ask(Category::Shell, "rm -rf x")).await,
-            Verdict::Denied(Rule::new("shell", "rm", Action::Deny))
+            s.check(&ask(Category::Shell, "rm -rf x")).await,
+            Verdict::Denied {
+                rule: Rule::new("shell", "rm", Action::Deny),
+                why: "Do not retry this call.".into()
+            }
         );
         assert!(approver.asked.lock().unwrap().is_empty());
     }
 
     #[tokio::test]
-    async fn always_answers_cover_later_asks_of_the_same_pattern() {
-        let approver = Arc::new(Scripted {
-            replies: Mutex::new(vec![Reply::AllowAlways, Reply::RejectAlways, Reply::Cancelled]),
-            asked: Mutex::new(vec![]),
-        });
-        let service = Service::new(Ruleset::build_defaults(), Some(approver.clone()));
-        assert_eq!(service.check(&ask(Category::Edit, "/a")).await, Verdict::Allow);
-        assert_eq!(service.check(&ask(Category::Edit, "/a")).await, Verdict::Allow);
-        assert_eq!(service.check(&ask(Category::Edit, "/b")).await, Verdict::Rejected);
+    async fn always_answers_cover_later_asks_with_a_sensible_scope() {
+        let approver =
+            scripted(vec![Reply::AllowAlways, Reply::Cancelled, Reply::RejectAlways, Reply::Cancelled]);
+        let s = service("build", vec![], Some(approver.clone()));
+        assert_eq!(s.check(&ask(Category::Edit, "/p/a.rs")).await, Verdict::Allow);
         assert_eq!(
-            service.check(&ask(Category::Edit, "/b")).await,
-            Verdict::Denied(Rule::new("edit", "/b", Action::Deny))
+            s.check(&ask(Category::Edit, "/p/deep/b.rs")).await,
+            Verdict::Allow,
+            "edits are remembered for the project"
         );
-        assert_eq!(service.check(&ask(Category::Edit, "/c")).await, Verdict::Cancelled);
-        assert_eq!(*approver.asked.lock().unwrap(), vec!["/a", "/b", "/c"]);
+        assert_eq!(
+            s.check(&ask(Category::Edit, "/elsewhere/c.rs")).await,
+            Verdict::Cancelled,
+            "outside the project it asks again"
+        );
+        assert_eq!(s.check(&ask(Category::Shell, "git push")).await, Verdict::Rejected);
+        assert_eq!(
+            s.check(&ask(Category::Shell, "git push")).await,
+            Verdict::Denied {
+                rule: Rule::new("shell", "git push", Action::Deny),
+                why: "Do not retry this call.".into()
+            }
+        );
+        assert_eq!(s.check(&ask(Category::Shell, "git status")).await, Verdict::Cancelled);
+        assert_eq!(
+            *approver.asked.lock().unwrap(),
+            vec!["/p/a.rs", "/elsewhere/c.rs", "git push", "git status"]
+        );
+        assert_eq!(
+            s.remembered(),
+            vec![Rule::new("edit", "/p/**", Action::Allow), Rule::new("shell", "git push", Action::Deny)]
+        );
+    }
+
+    #[tokio::test]
+    async fn plan_mode_refuses_edits_and_commands_even_when_rules_allow_them() {
+        let s = service("plan", vec![Rule::new("*", "*", Action::Allow)], None);
+        s.remember_all(vec![Rule::new("edit", "*", Action::Allow)]);
+        for category in [Category::Edit, Category::Shell, Category::DestructiveShell, Category::SecretShell] {
+            assert!(matches!(s.check(&ask(category, "x")).await, Verdict::Denied { .. }), "{category:?}");
+        }
+        assert_eq!(s.check(&ask(Category::Read, "x")).await, Verdict::Allow);
+        let mut todo = ask(Category::Edit, "todos");
+        todo.tool = "todowrite".into();
+        assert_eq!(s.check(&todo).await, Verdict::Allow, "planning tools stay usable");
+        s.set_agent("build");
+        assert_eq!(s.check(&ask(Category::Edit, "x")).await, Verdict::Allow, "the config rule applies again");
+    }
+
+    #[tokio::test]
+    async fn each_mode_starts_from_its_own_rules() {
+        let accept = service("accept-edits", vec![], None);
+        assert_eq!(accept.check(&ask(Category::Edit, "/p/x")).await, Verdict::Allow);
+        assert_eq!(
+            accept.check(&ask(Category::Shell, "make")).await,
+            Verdict::Rejected,
+            "commands still ask"
+        );
+        let yolo = service("yolo", vec![], None);
+        assert_eq!(yolo.check(&ask(Category::DestructiveShell, "rm -rf x")).await, Verdict::Allow);
+        assert_eq!(
+            yolo.check(&ask(Category::SecretShell, "cat .env")).await,
+            Verdict::Rejected,
+            "secrets still ask"
+        );
     }
 }

@@ -1,28 +1,35 @@
-//! Sessions: one [`Session`] per ACP session (its directory, configuration, model client, permission service
-//! and conversation), and the [`Manager`] that creates, finds and cancels them. Several sessions run at once;
-//! within one session turns are serialised, and a new prompt cancels the running turn and queues behind it.
+//! Sessions: one [`Session`] per ACP session (its directory, configuration, settings, model client,
+//! permission service, files, tasks and conversation), and the [`Manager`] that creates, loads, lists, closes
+//! and deletes them. Several sessions run at once; within one session turns are serialised, and a new prompt
+//! cancels the running turn and queues behind it. Every completed event is saved as it happens.
 //!
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+pub mod manager;
+pub mod settings;
+
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Conversation, EventSink, StopReason, Turn, TurnError};
+use crate::agent::event::CompactionStatus;
+use crate::agent::journal::Journal;
+use crate::agent::{AgentEvent, Conversation, EventSink, StopReason, Turn, TurnError};
 use crate::bus::Bus;
-use crate::config::{Config, ConfigError, Sources};
-use crate::llm::openai::OpenAiClient;
+use crate::config::Config;
 use crate::llm::{ModelClient, UserPart};
-use crate::permission::{self, Approver, Ruleset};
+use crate::permission::{self, Approver};
+use crate::store::Store;
+use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
-use crate::tool::files::{ClientFs, FileLocks, Files};
+use crate::tool::files::{ClientFs, Files};
 use crate::tool::shell::tasks::Tasks;
 use crate::tool::shell::terminal::ClientTerminals;
+pub use manager::Manager;
+use settings::{ConfigOption, Mode, Settings};
 
 /// What a session needs from the editor.
 #[derive(Clone)]
@@ -35,21 +42,54 @@ pub struct Seams {
     pub terminals: Option<Arc<dyn ClientTerminals>>,
 }
 
+/// The slash commands a session answers (besides ordinary prompts).
+pub const COMMANDS: [(&str, &str, Option<&str>); 1] =
+    [("compact", "Summarise older messages to free up the context window", None)];
+
+/// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
+pub fn derive_title(parts: &[UserPart]) -> Option<String> {
+    let mut text = String::new();
+    for part in parts {
+        let UserPart::Text(t) = part else { continue };
+        let piece = match t.strip_prefix("<file path=\"") {
+            // A mentioned file reads as its name, as the editor shows the mention.
+            Some(rest) => rest.split('"').next().and_then(|p| p.rsplit('/').next()).unwrap_or_default(),
+            None => t.as_str(),
+        };
+        let glued = text.ends_with(char::is_whitespace) || piece.starts_with(char::is_whitespace);
+        if !text.is_empty() && !glued {
+            text.push(' ');
+        }
+        text.push_str(piece);
+    }
+    let line = text.lines().find(|l| !l.trim().is_empty())?;
+    let words = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.chars().count() <= 60 {
+        return Some(words);
+    }
+    let cut: String = words.chars().take(60).collect();
+    let cut = cut.rsplit_once(' ').map(|(head, _)| head.to_string()).filter(|h| h.len() > 20).unwrap_or(cut);
+    Some(format!("{cut}…"))
+}
+
 /// One session.
 pub struct Session {
     pub id: String,
     pub cwd: PathBuf,
     pub config: Config,
-    /// MCP servers the client asked for, recorded as sent.
-    pub mcp_servers: Vec<Value>,
+    created_at: i64,
     model: Arc<dyn ModelClient>,
     registry: Arc<Registry>,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
     tasks: Arc<Tasks>,
     terminals: Option<Arc<dyn ClientTerminals>>,
-    sink: Arc<dyn EventSink>,
+    sink: Mutex<Arc<dyn EventSink>>,
     bus: Bus,
+    store: Option<Store>,
+    settings: Mutex<Settings>,
+    title: Mutex<Option<String>>,
+    models: Arc<Mutex<Vec<String>>>,
     conversation: tokio::sync::Mutex<Conversation>,
     /// The running (or queued) turn: its number and cancel token.
     active: Mutex<Option<(u64, CancellationToken)>>,
@@ -57,19 +97,127 @@ pub struct Session {
     closed: CancellationToken,
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
 impl Session {
-    /// Run one prompt turn. A turn already running is cancelled first; this one starts when it has ended.
-    pub async fn prompt(&self, input: Vec<UserPart>) -> Result<StopReason, TurnError> {
+    fn sink(&self) -> Arc<dyn EventSink> {
+        lock(&self.sink).clone()
+    }
+
+    /// Send this session's events to a (new) editor connection.
+    pub fn rebind(&self, sink: Arc<dyn EventSink>) {
+        *lock(&self.sink) = sink;
+    }
+
+    pub fn settings(&self) -> Settings {
+        lock(&self.settings).clone()
+    }
+
+    pub fn title(&self) -> Option<String> {
+        lock(&self.title).clone()
+    }
+
+    /// The config options as they stand now.
+    pub fn options(&self) -> Vec<ConfigOption> {
+        self.settings().options(&lock(&self.models))
+    }
+
+    /// Change one option. Returns the complete new list.
+    pub fn set_option(&self, option: &str, value: &str) -> Result<Vec<ConfigOption>, String> {
+        let models = lock(&self.models).clone();
+        lock(&self.settings).set(option, value, &models)?;
+        self.apply_settings();
+        Ok(self.options())
+    }
+
+    /// Make the permission service follow the mode and save the settings.
+    fn apply_settings(&self) {
+        let settings = self.settings();
+        self.perms.set_agent(settings.mode.id());
+        self.save();
+    }
+
+    fn row(&self) -> SessionRow {
+        let settings = self.settings();
+        SessionRow {
+            id: self.id.clone(),
+            cwd: self.cwd.display().to_string(),
+            title: self.title(),
+            mode: settings.mode.id().to_string(),
+            model: Some(settings.model),
+            thought_level: settings.thought_level,
+            created_at: self.created_at,
+            updated_at: crate::clock::now_millis(),
+        }
+    }
+
+    fn save(&self) {
+        if let Some(store) = &self.store {
+            let row = self.row();
+            store.submit("the session", move |c| {
+                c.execute(
+                    "UPDATE sessions SET title = ?2, mode = ?3, model = ?4, thought_level = ?5, updated_at = ?6 WHERE id = ?1",
+                    rusqlite::params![row.id, row.title, row.mode, row.model, row.thought_level, row.updated_at],
+                )
+                .map(|_| ())
+            });
+        }
+    }
+
+    /// Give the session a title from its first prompt and tell the editor.
+    fn name_from(&self, parts: &[UserPart]) {
+        if self.title().is_some() {
+            return;
+        }
+        let Some(title) = derive_title(parts) else { return };
+        *lock(&self.title) = Some(title.clone());
+        self.save();
+        self.sink().emit(AgentEvent::SessionInfo {
+            title: Some(title),
+            updated_at: crate::clock::iso8601(crate::clock::now_millis()),
+        });
+    }
+
+    /// Run one prompt. A turn already running is cancelled first; this one starts when it has ended.
+    /// `blocks` is the prompt as the editor sent it, kept for replay.
+    pub async fn prompt(
+        &self,
+        input: Vec<UserPart>,
+        blocks: serde_json::Value,
+    ) -> Result<StopReason, TurnError> {
         let cancel = self.closed.child_token();
         let number = self.turns.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = self.lock_active().replace((number, cancel.clone())) {
+        if let Some((_, previous)) = lock(&self.active).replace((number, cancel.clone())) {
             previous.cancel();
         }
         let mut conversation = self.conversation.lock().await;
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        let turn = Turn {
+        let result = match command(&input) {
+            Some("compact") => Ok(self.compact_command(&mut conversation, &cancel).await),
+            _ => {
+                self.name_from(&input);
+                let settings = self.settings();
+                let turn = self.turn(&settings, cancel.clone());
+                turn.run(&mut conversation, input, blocks).await
+            }
+        };
+        debug_assert_eq!(conversation.history.check(), Ok(()));
+        let mut active = lock(&self.active);
+        if active.as_ref().is_some_and(|(n, _)| *n == number) {
+            *active = None;
+        }
+        result
+    }
+
+    fn turn(&self, settings: &Settings, cancel: CancellationToken) -> Turn<'_> {
+        Turn {
             session_id: &self.id,
             files: self.files.clone(),
             tasks: self.tasks.clone(),
@@ -77,24 +225,43 @@ impl Session {
             cwd: &self.cwd,
             config: &self.config,
             model: self.model.as_ref(),
+            model_name: settings.model.clone(),
+            reasoning_effort: settings.reasoning_effort(),
+            context_window: settings::context_window(&settings.model, self.config.context_window),
+            plan_mode: settings.mode == Mode::Plan,
             registry: &self.registry,
-            sink: self.sink.clone(),
+            sink: self.sink(),
             perms: Some(self.perms.clone()),
             bus: &self.bus,
-            cancel: cancel.clone(),
-        };
-        let result = turn.run(&mut conversation, input).await;
-        debug_assert_eq!(conversation.history.check(), Ok(()));
-        let mut active = self.lock_active();
-        if active.as_ref().is_some_and(|(n, _)| *n == number) {
-            *active = None;
+            journal: self.store.as_ref().map(|s| Journal::new(s.clone(), &self.id)),
+            cancel,
         }
-        result
+    }
+
+    async fn compact_command(
+        &self,
+        conversation: &mut Conversation,
+        cancel: &CancellationToken,
+    ) -> StopReason {
+        let settings = self.settings();
+        let turn = self.turn(&settings, cancel.clone());
+        let reply = match turn.compact(conversation, 0).await {
+            Some(CompactionStatus::Completed) => {
+                "Older messages were summarised; the conversation goes on from the summary."
+            }
+            Some(_) => "Compacting failed; the conversation is unchanged.",
+            None => "There is nothing to compact yet.",
+        };
+        self.sink().emit(AgentEvent::MessageChunk {
+            message_id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
+            text: reply.into(),
+        });
+        if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
     }
 
     /// Cancel the running turn, if any.
     pub fn cancel(&self) {
-        if let Some((_, token)) = self.lock_active().as_ref() {
+        if let Some((_, token)) = lock(&self.active).as_ref() {
             token.cancel();
         }
     }
@@ -105,104 +272,57 @@ impl Session {
         self.tasks.stop_all();
     }
 
-    fn lock_active(&self) -> std::sync::MutexGuard<'_, Option<(u64, CancellationToken)>> {
-        match self.active.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
-    }
-
     /// A copy of the conversation history (for tests and diagnostics).
     pub async fn history(&self) -> crate::agent::history::History {
         self.conversation.lock().await.history.clone()
     }
 }
 
-/// All sessions of one process.
-pub struct Manager {
-    sources: Sources,
-    registry: Arc<Registry>,
-    bus: Bus,
-    locks: Arc<FileLocks>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+/// The slash command a prompt invokes, if it is one.
+fn command(input: &[UserPart]) -> Option<&str> {
+    match input {
+        [UserPart::Text(text)] => {
+            let name = text.trim().strip_prefix('/')?.split_whitespace().next()?;
+            COMMANDS.iter().map(|c| c.0).find(|c| *c == name)
+        }
+        _ => None,
+    }
 }
 
-impl Manager {
-    pub fn new(sources: Sources) -> Self {
-        Self::with_registry(sources, Arc::new(Registry::builtins()))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_come_from_the_first_line_of_the_prompt_and_stay_short() {
+        let title = |text: &str| derive_title(&[UserPart::Text(text.into())]);
+        assert_eq!(title("  fix   the login bug\nmore details"), Some("fix the login bug".into()));
+        assert_eq!(
+            title(
+                "please refactor the authentication middleware so that it supports rotating keys and audit logs"
+            ),
+            Some("please refactor the authentication middleware so that it…".into())
+        );
+        assert_eq!(title("   "), None);
+        let mention = |path: &str| UserPart::Text(format!("<file path=\"{path}\">\nbody\n</file>"));
+        assert_eq!(
+            derive_title(&[mention("/w/src/x.rs"), UserPart::Text("explain".into())]),
+            Some("x.rs explain".into())
+        );
+        assert_eq!(
+            derive_title(&[
+                UserPart::Text("What does ".into()),
+                mention("/w/lib.rs"),
+                UserPart::Text(" return?".into())
+            ]),
+            Some("What does lib.rs return?".into())
+        );
     }
 
-    /// A manager whose sessions use `registry` (tests and embedders add their own tools).
-    pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
-        Self {
-            sources,
-            registry,
-            bus: Bus::new(),
-            locks: Arc::new(FileLocks::default()),
-            sessions: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn bus(&self) -> &Bus {
-        &self.bus
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
-        match self.sessions.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
-    }
-
-    /// Create a session rooted at the absolute directory `cwd`.
-    /// `seams` builds the editor seams for the new session's id.
-    pub fn create(
-        &self,
-        cwd: &Path,
-        mcp_servers: Vec<Value>,
-        seams: impl FnOnce(&str) -> Seams,
-    ) -> Result<Arc<Session>, ConfigError> {
-        let config = Config::load(&self.sources, cwd)?;
-        let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
-        let seams = seams(&id);
-        let tasks = Arc::new(Tasks::new(config.data_dir.join("tasks").join(&id)));
-        let terminals = seams.terminals.clone().filter(|_| config.client_terminals);
-        let files = Arc::new(Files::new(
-            vec![cwd.to_path_buf()],
-            seams.fs,
-            self.locks.clone(),
-            config.formatters.clone(),
-        ));
-        let session = Arc::new(Session {
-            id: id.clone(),
-            cwd: cwd.to_path_buf(),
-            model: Arc::new(OpenAiClient::new(&config)),
-            config,
-            mcp_servers,
-            registry: self.registry.clone(),
-            perms: Arc::new(permission::Service::new(Ruleset::build_defaults(), seams.approver)),
-            files,
-            tasks,
-            terminals,
-            sink: seams.sink,
-            bus: self.bus.clone(),
-            conversation: tokio::sync::Mutex::new(Conversation::default()),
-            active: Mutex::new(None),
-            turns: AtomicU64::new(0),
-            closed: CancellationToken::new(),
-        });
-        self.lock().insert(id, session.clone());
-        Ok(session)
-    }
-
-    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
-        self.lock().get(id).cloned()
-    }
-
-    /// Cancel every running turn and close every session (the client went away).
-    pub fn close_all(&self) {
-        for session in self.lock().drain().map(|(_, s)| s) {
-            session.close();
-        }
+    #[test]
+    fn only_known_slash_commands_are_commands() {
+        assert_eq!(command(&[UserPart::Text(" /compact ".into())]), Some("compact"));
+        assert_eq!(command(&[UserPart::Text("/unknown".into())]), None);
+        assert_eq!(command(&[UserPart::Text("compact".into())]), None);
     }
 }

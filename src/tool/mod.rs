@@ -359,9 +359,9 @@ impl Registry {
             };
             match verdict {
                 Verdict::Allow => {}
-                Verdict::Denied(rule) => {
+                Verdict::Denied { rule, why } => {
                     return Outcome::error(format!(
-                        "Permission denied by rule {{permission: \"{}\", pattern: \"{}\", action: deny}}. Do not retry this call.",
+                        "Permission denied by rule {{permission: \"{}\", pattern: \"{}\", action: deny}}. {why}",
                         rule.permission, rule.pattern
                     ));
                 }

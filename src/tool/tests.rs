@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::permission::{Rule, Ruleset, Service};
+use crate::permission::{Rule, Service};
 
 fn def(id: &str, permission: Option<Category>, output: &'static str, bounded: bool) -> Def {
     Def {
@@ -80,7 +80,7 @@ async fn a_successful_call_publishes_before_and_after_and_applies_the_after_hook
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::default();
     registry.register(def("echo", Some(Category::Read), "out", false));
-    let mut ctx = context(dir.path(), Some(Arc::new(Service::new(Ruleset::build_defaults(), None))));
+    let mut ctx = context(dir.path(), Some(Arc::new(Service::new("build", "/p", vec![], None))));
     ctx.after_hook = Some(Arc::new(|tool, output| output.output.push_str(&format!(" (after {tool})"))));
     let mut events = ctx.bus.subscribe();
     let outcome = registry.execute("echo", ctx, json!({"x": 1})).await;
@@ -111,9 +111,8 @@ async fn a_denied_call_never_executes_and_names_the_rule() {
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::default();
     registry.register(def("echo", Some(Category::Read), "out", false));
-    let mut rules = Ruleset::build_defaults();
-    rules.rules.push(Rule::new("read", "p", permission::Action::Deny));
-    let ctx = context(dir.path(), Some(Arc::new(Service::new(rules, None))));
+    let rules = vec![Rule::new("read", "p", permission::Action::Deny)];
+    let ctx = context(dir.path(), Some(Arc::new(Service::new("build", "/p", rules, None))));
     let mut events = ctx.bus.subscribe();
     let outcome = registry.execute("echo", ctx, json!({})).await;
     assert_eq!(

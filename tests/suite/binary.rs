@@ -92,12 +92,22 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
         .await
         .unwrap();
     assert_eq!(stop, acp::StopReason::EndTurn);
-    let texts: Vec<String> =
-        updates.lock().unwrap().iter().map(|u| u["content"]["text"].as_str().unwrap().to_string()).collect();
+    let texts: Vec<String> = updates
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(texts, vec!["Hi from ", "the binary"]);
     let status = wait_exit(&mut child).await;
     assert!(status.success(), "{status:?}");
     model.assert_done();
+}
+
+thread_local! {
+    /// The stderr of the last binary spawned through [`Raw`] on this thread.
+    static LOGS: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Raw JSON-RPC lines to and from the binary.
@@ -110,6 +120,21 @@ struct Raw {
 impl Raw {
     fn spawn(mut command: Command) -> Raw {
         let mut child = command.spawn().unwrap();
+        // Keep stderr flowing so verbose logging can never block the agent.
+        if let Some(mut stderr) = child.stderr.take() {
+            let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            LOGS.with(|l| *l.borrow_mut() = Some(logs.clone()));
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt;
+                let mut buffer = [0u8; 8192];
+                while let Ok(n) = stderr.read(&mut buffer).await {
+                    if n == 0 {
+                        break;
+                    }
+                    logs.lock().unwrap().extend_from_slice(&buffer[..n]);
+                }
+            });
+        }
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         Raw { child, stdin, stdout }
@@ -197,9 +222,9 @@ async fn stdout_carries_only_json_rpc_even_with_verbose_logging() {
     assert!(frames.iter().all(|f| f["jsonrpc"] == "2.0"));
     assert_eq!(frames.last().unwrap()["result"], json!({"stopReason": "end_turn"}));
     drop(raw.stdin);
-    let output = tokio::time::timeout(PATIENCE, raw.child.wait_with_output()).await.unwrap().unwrap();
-    assert!(output.status.success());
-    let logs = String::from_utf8_lossy(&output.stderr);
+    assert!(wait_exit(&mut raw.child).await.success());
+    let logs = LOGS.with(|l| l.borrow().clone()).unwrap();
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     assert!(logs.contains("session/new"), "logs go to stderr: {logs}");
 }
 

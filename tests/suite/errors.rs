@@ -23,8 +23,12 @@ async fn a_server_error_is_retried_and_the_turn_then_succeeds() {
     assert_eq!(stop(&response), json!("end_turn"));
     assert_eq!(h.model.requests().len(), 2);
     assert_eq!(h.model.requests()[0].body, h.model.requests()[1].body, "the retry resends the same request");
-    let texts: Vec<String> =
-        h.transcript(&session).iter().map(|u| u["content"]["text"].as_str().unwrap().to_string()).collect();
+    let texts: Vec<String> = h
+        .transcript(&session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(texts, vec!["recovered"]);
     h.model.assert_done();
 }
@@ -72,11 +76,12 @@ async fn an_exhausted_retry_budget_reports_the_attempts_and_the_last_error() {
 }
 
 #[tokio::test]
-async fn quota_and_context_overflow_errors_are_not_retried() {
-    let h = Harness::start(vec![
-        status(429, json!({"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}), &[]),
-        status(400, json!({"error": {"message": "This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens."}}), &[]),
-    ])
+async fn quota_errors_are_not_retried() {
+    let h = Harness::start(vec![status(
+        429,
+        json!({"error": {"message": "You exceeded your current quota", "code": "insufficient_quota"}}),
+        &[],
+    )])
     .await;
     let session = h.session().await;
     let quota = h.client.prompt(&session, "a").await.unwrap_err();
@@ -84,11 +89,34 @@ async fn quota_and_context_overflow_errors_are_not_retried() {
         quota.message,
         "Model request failed: the model provider reports the quota or billing limit is exhausted: You exceeded your current quota."
     );
-    let overflow = h.client.prompt(&session, "b").await.unwrap_err();
+    h.model.assert_done();
+}
+
+#[tokio::test]
+async fn a_context_overflow_is_compacted_once_and_otherwise_reported_with_the_providers_words() {
+    let overflow = || {
+        status(
+            400,
+            json!({"error": {"message": "This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens."}}),
+            &[],
+        )
+    };
+    let h = Harness::start(vec![answer(&["first answer"]), overflow(), overflow()]).await;
+    let session = h.session().await;
+    h.client.prompt(&session, "first").await.unwrap();
+    let error = h.client.prompt(&session, "second").await.unwrap_err();
     assert_eq!(
-        overflow.message,
+        error.message,
         "Model request failed: the conversation is too long for the model's context window: This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens.. Start a new session or shorten the conversation."
     );
+    let summary_request = &h.model.requests()[2];
+    assert!(
+        summary_request.body["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You are summarising a coding session")
+    );
+    assert!(summary_request.body.get("tools").is_none(), "the summary request offers no tools");
     h.model.assert_done();
 }
 

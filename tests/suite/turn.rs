@@ -43,7 +43,13 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
     let response = h.client.prompt(&session, "say hello").await.unwrap();
     assert_eq!(stop(&response), json!("end_turn"));
     assert_snapshot("text_only_turn", &Value::Array(h.transcript(&session)));
-    let ids: Vec<Value> = h.client.updates(&session).iter().map(|u| u["messageId"].clone()).collect();
+    let ids: Vec<Value> = h
+        .client
+        .updates(&session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["messageId"].clone())
+        .collect();
     assert_eq!(ids.len(), 3);
     assert!(ids[0].as_str().unwrap().starts_with("msg_"));
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
@@ -204,7 +210,11 @@ async fn reasoning_deltas_become_thought_chunks_and_are_sent_back_under_the_same
     let session = h.session().await;
     h.client.prompt(&session, "q1").await.unwrap();
     h.client.prompt(&session, "q2").await.unwrap();
-    let updates = h.transcript(&session);
+    let updates: Vec<Value> = h
+        .transcript(&session)
+        .into_iter()
+        .filter(|u| u["sessionUpdate"].as_str().is_some_and(|kind| kind.ends_with("_chunk")))
+        .collect();
     assert_eq!(
         updates[0],
         json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Let me think."}, "messageId": "thought_<id>"})

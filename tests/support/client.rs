@@ -496,18 +496,26 @@ impl Harness {
         path
     }
 
-    /// The updates of `session` with temp paths and generated ids replaced by stable placeholders.
+    /// The turn updates of `session` (without the slash-command announcement) with temp paths, times and
+    /// generated ids replaced by stable placeholders.
     pub fn transcript(&self, session: &acp::SessionId) -> Vec<Value> {
-        self.client.updates(session).into_iter().map(|u| redact(u, &self.cwd, &self.data)).collect()
+        self.client
+            .updates(session)
+            .into_iter()
+            .filter(|u| u["sessionUpdate"] != "available_commands_update")
+            .map(|u| redact(u, &self.cwd, &self.data))
+            .collect()
     }
 }
 
 /// Replace the workspace and data paths and generated ids with placeholders.
 pub fn redact(value: Value, cwd: &Path, data: &Path) -> Value {
-    let ids = regex::Regex::new(r"\b(msg|thought|sess|tool)_[0-9a-f]{32}").unwrap();
+    let ids = regex::Regex::new(r"\b(msg|thought|sess|tool|user|compaction)_[0-9a-f]{32}").unwrap();
+    let times = regex::Regex::new(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z").unwrap();
     let text = value.to_string();
     let text =
         text.replace(&cwd.display().to_string(), "<cwd>").replace(&data.display().to_string(), "<data>");
     let text = ids.replace_all(&text, "${1}_<id>");
+    let text = times.replace_all(&text, "<time>");
     serde_json::from_str(&text).unwrap()
 }

@@ -43,6 +43,9 @@ struct Shared {
     next: usize,
     requests: Vec<Recorded>,
     unexpected: Vec<String>,
+    /// What `GET /v1/models` answers: the ids, or `None` for a 500.
+    models: Option<Vec<String>>,
+    model_listings: usize,
 }
 
 pub struct FakeModel {
@@ -61,7 +64,8 @@ impl FakeModel {
     pub async fn start(script: Vec<Reply>) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let shared = Arc::new(Mutex::new(Shared { script, ..Shared::default() }));
+        let models = Some(vec!["fake-model".to_string(), "fake-model-large".to_string()]);
+        let shared = Arc::new(Mutex::new(Shared { script, models, ..Shared::default() }));
         let state = shared.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -78,7 +82,17 @@ impl FakeModel {
         self.shared.lock().unwrap().script.extend(replies);
     }
 
-    /// Every request received so far.
+    /// Make `GET /v1/models` answer these ids (`None`: fail with HTTP 500).
+    pub fn set_models(&self, models: Option<Vec<String>>) {
+        self.shared.lock().unwrap().models = models;
+    }
+
+    /// How many times the model list was requested.
+    pub fn model_listings(&self) -> usize {
+        self.shared.lock().unwrap().model_listings
+    }
+
+    /// Every chat request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().unwrap().requests.clone()
     }
@@ -139,6 +153,27 @@ fn sse(events: &[Value]) -> String {
 async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
     let Some((method, path, headers, body)) = read_request(&mut stream).await else { return };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    if method == "GET" && path == "/v1/models" {
+        let models = {
+            let mut shared = state.lock().unwrap();
+            shared.model_listings += 1;
+            shared.models.clone()
+        };
+        let reply = match models {
+            Some(ids) => {
+                let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
+                let body = json!({"object": "list", "data": data}).to_string();
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            }
+            None => "HTTP/1.1 500 Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+        };
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let reply = {
         let mut shared = state.lock().unwrap();
         shared.requests.push(Recorded { method: method.clone(), path: path.clone(), headers, body });

@@ -18,6 +18,7 @@ fn the_body_omits_tools_when_there_are_none_and_carries_max_tokens_when_set() {
         messages: vec![Message::User(vec![UserPart::Text("hi".into())])],
         tools: vec![],
         max_output_tokens: Some(512),
+        reasoning_effort: Some("high".into()),
     };
     assert_eq!(
         body(&request),
@@ -26,7 +27,8 @@ fn the_body_omits_tools_when_there_are_none_and_carries_max_tokens_when_set() {
             "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
             "stream": true,
             "stream_options": {"include_usage": true},
-            "max_tokens": 512
+            "max_tokens": 512,
+            "reasoning_effort": "high"
         })
     );
 }

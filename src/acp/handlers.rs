@@ -1,0 +1,313 @@
+//! The request handlers: each answers one ACP method by calling the session layer, maps its errors to ACP error
+//! codes, and keeps the ordering rules (a session's updates go out after the `session/new` answer; a load's
+//! replay goes out before the `session/load` answer; turns run on their own tasks).
+//!
+//! Owns protocol mapping only; decisions belong to the core.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use serde_json::Value;
+
+use super::client::SessionClient;
+use super::{State, convert, prompt};
+use crate::session::manager::SessionError;
+use crate::session::settings::{MODE_OPTION, Mode};
+use crate::session::{COMMANDS, Seams, Session};
+
+fn error(e: SessionError) -> Error {
+    match &e {
+        SessionError::NotFound(id) => Error::new(ErrorCode::RESOURCE_NOT_FOUND, e.to_string())
+            .data(serde_json::json!({"sessionId": id})),
+        SessionError::Invalid(_) | SessionError::Config(_) => {
+            Error::new(ErrorCode::INVALID_PARAMS, e.to_string())
+        }
+        SessionError::Store(_) => Error::new(ErrorCode::INTERNAL_ERROR, e.to_string()),
+    }
+}
+
+fn not_found(id: &acp::SessionId) -> Error {
+    error(SessionError::NotFound(id.to_string()))
+}
+
+fn check_cwd(cwd: &Path) -> Result<(), Error> {
+    if !cwd.is_absolute() {
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("cwd must be an absolute path, got \"{}\"", cwd.display()),
+        ));
+    }
+    if !cwd.is_dir() {
+        return Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("cwd is not an existing directory: {}", cwd.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// Seams for session `id` over this connection.
+fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Seams, Arc<SessionClient>) {
+    let client = Arc::new(SessionClient::new(cx.clone(), id, state.client_capabilities(), cwd.to_path_buf()));
+    let fs: Option<Arc<dyn crate::tool::files::ClientFs>> =
+        if client.has_fs() { Some(client.clone()) } else { None };
+    let terminals: Option<Arc<dyn crate::tool::shell::terminal::ClientTerminals>> =
+        if client.offers_terminals() { Some(client.clone()) } else { None };
+    (Seams { sink: client.clone(), approver: Some(client.clone()), fs, terminals }, client)
+}
+
+/// The slash commands, sent after the session's answer (Zed drops updates for sessions it does not know yet).
+fn advertise_commands(client: &SessionClient) {
+    let commands = COMMANDS
+        .iter()
+        .map(|(name, description, hint)| {
+            let command = acp::AvailableCommand::new(*name, *description);
+            match hint {
+                Some(hint) => command.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(*hint),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    client.send(acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands)));
+}
+
+fn state_of(session: &Session) -> (acp::SessionModeState, Vec<acp::SessionConfigOption>) {
+    (convert::modes(session.settings().mode), convert::config_options(&session.options()))
+}
+
+pub async fn new_session(
+    state: &State,
+    request: acp::NewSessionRequest,
+    responder: Responder<acp::NewSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    if let Err(e) = check_cwd(&request.cwd) {
+        return responder.respond_with_error(e);
+    }
+    let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
+    let mut made = None;
+    let created = state
+        .manager
+        .create(&request.cwd, mcp, |id| {
+            let (seams, client) = seams(state, &cx, id, &request.cwd);
+            made = Some(client);
+            seams
+        })
+        .await;
+    let session = match created {
+        Ok(session) => session,
+        Err(e) => return responder.respond_with_error(error(e)),
+    };
+    tracing::info!(session = %session.id, cwd = %request.cwd.display(), "session/new");
+    let (modes, options) = state_of(&session);
+    responder
+        .respond(acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options))?;
+    if let Some(client) = made {
+        advertise_commands(&client);
+    }
+    Ok(())
+}
+
+/// `session/load` (with replay) and `session/resume` (without).
+async fn open(
+    state: &State,
+    id: &acp::SessionId,
+    cwd: &Path,
+    cx: &ConnectionTo<Client>,
+    replay: bool,
+) -> Result<(Arc<Session>, Arc<SessionClient>), Error> {
+    check_cwd(cwd)?;
+    let (seams, client) = seams(state, cx, &id.0, cwd);
+    let (session, events) = state.manager.open(&id.0, cwd, seams, replay).await.map_err(error)?;
+    for event in events {
+        crate::agent::EventSink::emit(client.as_ref(), event);
+    }
+    Ok((session, client))
+}
+
+pub async fn load_session(
+    state: &State,
+    request: acp::LoadSessionRequest,
+    responder: Responder<acp::LoadSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    match open(state, &request.session_id, &request.cwd, &cx, true).await {
+        Ok((session, client)) => {
+            let (modes, options) = state_of(&session);
+            responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
+            advertise_commands(&client);
+            Ok(())
+        }
+        Err(e) => responder.respond_with_error(e),
+    }
+}
+
+pub async fn resume_session(
+    state: &State,
+    request: acp::ResumeSessionRequest,
+    responder: Responder<acp::ResumeSessionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    match open(state, &request.session_id, &request.cwd, &cx, false).await {
+        Ok((session, client)) => {
+            let (modes, options) = state_of(&session);
+            responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
+            advertise_commands(&client);
+            Ok(())
+        }
+        Err(e) => responder.respond_with_error(e),
+    }
+}
+
+pub async fn list_sessions(
+    state: &State,
+    request: acp::ListSessionsRequest,
+    responder: Responder<acp::ListSessionsResponse>,
+) -> Result<(), Error> {
+    match state.manager.list(request.cwd.as_deref(), request.cursor.clone()).await {
+        Ok(page) => {
+            let sessions = page
+                .sessions
+                .into_iter()
+                .map(|row| {
+                    acp::SessionInfo::new(row.id, std::path::PathBuf::from(row.cwd))
+                        .title(row.title)
+                        .updated_at(crate::clock::iso8601(row.updated_at))
+                })
+                .collect();
+            responder.respond(acp::ListSessionsResponse::new(sessions).next_cursor(page.next))
+        }
+        Err(e) => responder.respond_with_error(error(e)),
+    }
+}
+
+pub async fn close_session(
+    state: &State,
+    request: acp::CloseSessionRequest,
+    responder: Responder<acp::CloseSessionResponse>,
+) -> Result<(), Error> {
+    match state.manager.close(&request.session_id.0).await {
+        Ok(()) => responder.respond(acp::CloseSessionResponse::new()),
+        Err(e) => responder.respond_with_error(error(e)),
+    }
+}
+
+pub async fn delete_session(
+    state: &State,
+    request: acp::DeleteSessionRequest,
+    responder: Responder<acp::DeleteSessionResponse>,
+) -> Result<(), Error> {
+    match state.manager.delete(&request.session_id.0).await {
+        Ok(()) => responder.respond(acp::DeleteSessionResponse::new()),
+        Err(e) => responder.respond_with_error(error(e)),
+    }
+}
+
+/// Apply an option change and keep the legacy mode state and the options in step on the client.
+fn change(
+    session: &Session,
+    client: &ConnectionTo<Client>,
+    option: &str,
+    value: &str,
+    echo_options: bool,
+) -> Result<Vec<acp::SessionConfigOption>, Error> {
+    let before = session.settings().mode;
+    let options = session.set_option(option, value).map_err(|e| Error::new(ErrorCode::INVALID_PARAMS, e))?;
+    let options = convert::config_options(&options);
+    let after = session.settings().mode;
+    let notify = |update| {
+        let _ = client.send_notification(acp::SessionNotification::new(session.id.clone(), update));
+    };
+    if before != after && option != MODE_OPTION {
+        notify(acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(after.id())));
+    }
+    if option == MODE_OPTION && !echo_options {
+        notify(acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(after.id())));
+    }
+    if echo_options {
+        notify(acp::SessionUpdate::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(options.clone())));
+    }
+    Ok(options)
+}
+
+pub fn set_mode(
+    state: &State,
+    request: acp::SetSessionModeRequest,
+    responder: Responder<acp::SetSessionModeResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let Some(session) = state.manager.get(&request.session_id.0) else {
+        return responder.respond_with_error(not_found(&request.session_id));
+    };
+    if Mode::parse(&request.mode_id.0).is_none() {
+        return responder.respond_with_error(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!("unknown mode \"{}\"", request.mode_id),
+        ));
+    }
+    match change(&session, &cx, MODE_OPTION, &request.mode_id.0, true) {
+        Ok(_) => responder.respond(acp::SetSessionModeResponse::new()),
+        Err(e) => responder.respond_with_error(e),
+    }
+}
+
+pub fn set_config_option(
+    state: &State,
+    request: acp::SetSessionConfigOptionRequest,
+    responder: Responder<acp::SetSessionConfigOptionResponse>,
+    cx: ConnectionTo<Client>,
+) -> Result<(), Error> {
+    let Some(session) = state.manager.get(&request.session_id.0) else {
+        return responder.respond_with_error(not_found(&request.session_id));
+    };
+    let value = match &request.value {
+        acp::SessionConfigOptionValue::ValueId { value } => value.0.to_string(),
+        _ => {
+            return responder.respond_with_error(Error::new(
+                ErrorCode::INVALID_PARAMS,
+                "every option of this agent takes a value id",
+            ));
+        }
+    };
+    match change(&session, &cx, &request.config_id.0, &value, false) {
+        Ok(options) => responder.respond(acp::SetSessionConfigOptionResponse::new(options)),
+        Err(e) => responder.respond_with_error(e),
+    }
+}
+
+pub fn prompt(
+    state: &State,
+    request: acp::PromptRequest,
+    responder: Responder<acp::PromptResponse>,
+) -> Result<(), Error> {
+    let Some(session) = state.manager.get(&request.session_id.0) else {
+        return responder.respond_with_error(not_found(&request.session_id));
+    };
+    // The turn runs on its own task: the dispatch loop must stay free for cancel and permission replies.
+    tokio::spawn(async move {
+        let parts = match prompt::user_parts(&request.prompt).await {
+            Ok(parts) => parts,
+            Err(e) => {
+                let _ = responder.respond_with_error(Error::new(ErrorCode::INVALID_PARAMS, e.to_string()));
+                return;
+            }
+        };
+        let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
+        let reply = match session.prompt(parts, blocks).await {
+            Ok(stop) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "turn failed");
+                responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
+            }
+        };
+        if let Err(e) = reply {
+            tracing::debug!(error = %e, "prompt response not sent (connection closing)");
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,325 @@
+//! The conversation on disk: each completed event of a turn (the prompt, a model response, a tool call starting,
+//! its result, a compaction summary, a background-task note) is written as one stored message, in its own
+//! transaction, as it happens. From the stored messages the model history is rebuilt on load, and the events
+//! an editor needs to redraw the whole conversation are produced for `session/load`.
+//!
+//! Owns the mapping between the agent's types and stored parts. The SQL belongs to `store`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use super::event::{AgentEvent, CompactionStatus, ToolStatus};
+use super::history::History;
+use crate::display::{Content, Presentation};
+use crate::llm::{Message, Reasoning, ReasoningField, ToolCall, UserPart};
+use crate::store::Store;
+use crate::store::messages::StoredMessage;
+
+/// Tool output longer than this is trimmed when a session is replayed, so the editor's panel stays fast.
+pub const REPLAY_OUTPUT_BYTES: usize = 16 * 1024;
+/// Diffs larger than this (old plus new) are replayed as a note instead.
+pub const REPLAY_DIFF_BYTES: usize = 512 * 1024;
+
+/// Writes a session's events to the store. Failures are logged, never fatal: the turn goes on.
+#[derive(Clone)]
+pub struct Journal {
+    store: Store,
+    session_id: String,
+}
+
+fn part(kind: &str, data: Value) -> (String, Value) {
+    (kind.to_string(), data)
+}
+
+impl Journal {
+    pub fn new(store: Store, session_id: &str) -> Self {
+        Self { store, session_id: session_id.to_string() }
+    }
+
+    /// Queue a message: written in order, without waiting (so synchronous callers can journal too).
+    fn write(&self, role: &str, parts: Vec<(String, Value)>) {
+        self.store.append_later(&self.session_id, role, parts, crate::clock::now_millis());
+    }
+
+    /// The user's prompt: what the editor sent (for replay) and what the model sees.
+    pub fn user(&self, message_id: &str, blocks: &Value, parts: &[UserPart]) {
+        let mut stored = vec![part("input", json!({"messageId": message_id, "blocks": blocks}))];
+        stored.extend(parts.iter().map(|p| match p {
+            UserPart::Text(text) => part("text", json!({"text": text})),
+            UserPart::Image { mime, data } => part("image", json!({"mime": mime, "data": data})),
+        }));
+        self.write("user", stored);
+    }
+
+    /// A model response (possibly partial, when cancelled or cut off).
+    pub fn assistant(
+        &self,
+        message_id: &str,
+        thought_id: &str,
+        text: &str,
+        reasoning: &Option<Reasoning>,
+        calls: &[ToolCall],
+    ) {
+        let mut stored = Vec::new();
+        if let Some(reasoning) = reasoning {
+            stored.push(part(
+                "reasoning",
+                json!({"messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text}),
+            ));
+        }
+        if !text.is_empty() {
+            stored.push(part("text", json!({"messageId": message_id, "text": text})));
+        }
+        if !calls.is_empty() {
+            let calls: Vec<Value> =
+                calls.iter().map(|c| json!({"id": c.id, "name": c.name, "arguments": c.arguments})).collect();
+            stored.push(part("tool_calls", Value::Array(calls)));
+        }
+        self.write("assistant", stored);
+    }
+
+    pub fn tool_started(
+        &self,
+        call_id: &str,
+        ui_id: &str,
+        tool: &str,
+        presentation: &Presentation,
+        raw_input: &Value,
+    ) {
+        let data = json!({"callId": call_id, "uiId": ui_id, "tool": tool, "presentation": presentation, "rawInput": raw_input});
+        self.write("tool_start", vec![part("tool_start", data)]);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn tool_finished(&self, call_id: &str, ui_id: &str, content: &str, failed: bool, event: &AgentEvent) {
+        let (display, locations, raw_output) = match event {
+            AgentEvent::ToolCallFinished { display, locations, raw_output, .. } => {
+                (json!(display), json!(locations), raw_output.clone())
+            }
+            _ => (json!([]), json!([]), Value::Null),
+        };
+        let data = json!({
+            "callId": call_id, "uiId": ui_id, "content": content, "failed": failed,
+            "display": display, "locations": locations, "rawOutput": raw_output,
+        });
+        self.write("tool", vec![part("tool_result", data)]);
+    }
+
+    /// One response's token usage.
+    pub fn usage(&self, model: &str, usage: &crate::llm::Usage) {
+        let (session, model, at) = (self.session_id.clone(), model.to_string(), crate::clock::now_millis());
+        let tokens = [usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens]
+            .map(|t| t as i64);
+        self.store.submit("token usage", move |c| {
+            c.execute(
+                "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![session, model, tokens[0], tokens[1], tokens[2], tokens[3], at],
+            )
+            .map(|_| ())
+        });
+    }
+
+    /// A compaction: `keep` is how many of the newest history messages stay after the summary.
+    pub fn summary(&self, text: &str, keep: usize) {
+        self.write("summary", vec![part("summary", json!({"text": text, "keep": keep}))]);
+    }
+
+    /// A note for the model (a background task finished).
+    pub fn note(&self, text: &str) {
+        self.write("note", vec![part("note", json!({"text": text}))]);
+    }
+}
+
+fn text_of(data: &Value, key: &str) -> String {
+    data.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// The model history and the ids of tool calls already shown, rebuilt from stored messages.
+pub fn rebuild(messages: &[StoredMessage]) -> (History, HashSet<String>) {
+    let mut history = History::default();
+    let mut shown = HashSet::new();
+    for message in messages {
+        for (kind, data) in &message.parts {
+            match kind.as_str() {
+                "tool_start" => {
+                    shown.insert(text_of(data, "uiId"));
+                }
+                "tool_result" => history.push(Message::Tool {
+                    call_id: text_of(data, "callId"),
+                    content: text_of(data, "content"),
+                }),
+                "summary" => {
+                    let keep = data.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize;
+                    history.compact(&text_of(data, "text"), keep);
+                }
+                "note" => history.push_user(vec![UserPart::Text(text_of(data, "text"))]),
+                _ => {}
+            }
+        }
+        match message.role.as_str() {
+            "user" => history.push_user(user_parts(&message.parts)),
+            "assistant" => history.push(assistant(&message.parts)),
+            _ => {}
+        }
+    }
+    history.close_open_calls();
+    (history, shown)
+}
+
+fn user_parts(parts: &[(String, Value)]) -> Vec<UserPart> {
+    parts
+        .iter()
+        .filter_map(|(kind, data)| match kind.as_str() {
+            "text" => Some(UserPart::Text(text_of(data, "text"))),
+            "image" => Some(UserPart::Image { mime: text_of(data, "mime"), data: text_of(data, "data") }),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assistant(parts: &[(String, Value)]) -> Message {
+    let mut text = String::new();
+    let mut reasoning = None;
+    let mut tool_calls = Vec::new();
+    for (kind, data) in parts {
+        match kind.as_str() {
+            "text" => text = text_of(data, "text"),
+            "reasoning" => {
+                let field = if text_of(data, "field") == "reasoning" {
+                    ReasoningField::Reasoning
+                } else {
+                    ReasoningField::ReasoningContent
+                };
+                reasoning = Some(Reasoning { field, text: text_of(data, "text") });
+            }
+            "tool_calls" => {
+                tool_calls = data
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| ToolCall {
+                        id: text_of(c, "id"),
+                        name: text_of(c, "name"),
+                        arguments: text_of(c, "arguments"),
+                    })
+                    .collect()
+            }
+            _ => {}
+        }
+    }
+    Message::Assistant { text, reasoning, tool_calls }
+}
+
+/// Shorten a tool output for replay: head and tail around a note.
+fn trim_for_replay(text: &str) -> String {
+    if text.len() <= REPLAY_OUTPUT_BYTES {
+        return text.to_string();
+    }
+    let head = crate::tool::truncate::floor_char_boundary(text, REPLAY_OUTPUT_BYTES * 3 / 4);
+    let mut tail_start = text.len() - REPLAY_OUTPUT_BYTES / 4;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!(
+        "{head}\n... [{} bytes not shown when reopening the conversation] ...\n{}",
+        text.len() - head.len() - (text.len() - tail_start),
+        &text[tail_start..]
+    )
+}
+
+fn replay_display(display: Vec<Content>) -> Vec<Content> {
+    display
+        .into_iter()
+        .map(|item| match item {
+            Content::Diff { path, old_text, new_text }
+                if old_text.as_ref().map_or(0, String::len) + new_text.len() > REPLAY_DIFF_BYTES =>
+            {
+                Content::Text(format!(
+                    "(a {} KB change to {} is not shown when reopening the conversation)",
+                    (old_text.map_or(0, |t| t.len()) + new_text.len()) / 1024,
+                    path.display()
+                ))
+            }
+            Content::Text(text) => Content::Text(trim_for_replay(&text)),
+            other => other,
+        })
+        .collect()
+}
+
+/// The events that redraw a stored conversation: every user, thought and agent message chunk with its id,
+/// each tool call followed by its final update, background-task notes as agent messages, and compactions.
+pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
+    let mut events = Vec::new();
+    let mut finished: HashMap<String, bool> = HashMap::new();
+    let mut started: Vec<String> = Vec::new();
+    for message in messages {
+        for (kind, data) in &message.parts {
+            match kind.as_str() {
+                "input" => events.push(AgentEvent::UserMessage {
+                    message_id: text_of(data, "messageId"),
+                    blocks: data["blocks"].clone(),
+                }),
+                "reasoning" => events.push(AgentEvent::ThoughtChunk {
+                    message_id: text_of(data, "messageId"),
+                    text: text_of(data, "text"),
+                }),
+                "text" if message.role == "assistant" => events.push(AgentEvent::MessageChunk {
+                    message_id: text_of(data, "messageId"),
+                    text: text_of(data, "text"),
+                }),
+                "tool_start" => {
+                    let ui_id = text_of(data, "uiId");
+                    started.push(ui_id.clone());
+                    events.push(AgentEvent::ToolCallStarted {
+                        call_id: ui_id,
+                        tool: text_of(data, "tool"),
+                        presentation: serde_json::from_value(data["presentation"].clone())
+                            .unwrap_or_default(),
+                        raw_input: data["rawInput"].clone(),
+                    });
+                }
+                "tool_result" => {
+                    let ui_id = text_of(data, "uiId");
+                    finished.insert(ui_id.clone(), true);
+                    let display: Vec<Content> =
+                        serde_json::from_value(data["display"].clone()).unwrap_or_default();
+                    events.push(AgentEvent::ToolCallFinished {
+                        call_id: ui_id,
+                        status: if data["failed"] == true {
+                            ToolStatus::Failed
+                        } else {
+                            ToolStatus::Completed
+                        },
+                        output: trim_for_replay(&text_of(data, "content")),
+                        display: replay_display(display),
+                        locations: serde_json::from_value(data["locations"].clone()).unwrap_or_default(),
+                        raw_output: data["rawOutput"].clone(),
+                    });
+                }
+                "summary" => events.push(AgentEvent::Compaction {
+                    compaction_id: format!("compaction_{}", events.len()),
+                    status: CompactionStatus::Completed,
+                    summary: Some(text_of(data, "text")),
+                }),
+                "note" => events.push(AgentEvent::MessageChunk {
+                    message_id: format!("note_{}", events.len()),
+                    text: text_of(data, "text"),
+                }),
+                _ => {}
+            }
+        }
+    }
+    // Calls that never finished (the process died) are shown as failed.
+    for ui_id in started.into_iter().filter(|id| !finished.contains_key(id)) {
+        events.push(AgentEvent::ToolCallFinished {
+            call_id: ui_id,
+            status: ToolStatus::Failed,
+            output: "Interrupted: tinycode stopped before this tool call finished.".into(),
+            display: Vec::new(),
+            locations: Vec::new(),
+            raw_output: Value::Null,
+        });
+    }
+    events
+}

@@ -1,0 +1,325 @@
+//! The sessions of one process: creating them, loading stored ones (with the events that redraw them), resuming,
+//! listing, closing and deleting. Opens the store in the background at start-up and caches the provider's model
+//! list, so `session/new` never waits on the disk or the network.
+//!
+//! Owns the live-session table and the store handle.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::settings::{Mode, Settings};
+use super::{Seams, Session, lock};
+use crate::agent::journal;
+use crate::agent::{AgentEvent, Conversation};
+use crate::bus::Bus;
+use crate::config::{Config, ConfigError, Sources};
+use crate::llm::openai::{self, OpenAiClient};
+use crate::permission::{self, Rule};
+use crate::store::sessions::{Page, SessionRow};
+use crate::store::{Store, StoreError};
+use crate::tool::Registry;
+use crate::tool::files::{FileLocks, Files};
+use crate::tool::shell::tasks::Tasks;
+
+/// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// -32002: no such session.
+    #[error("Session not found: {0}")]
+    NotFound(String),
+    /// -32602: the request cannot be honoured as given.
+    #[error("{0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Sessions listed per page.
+pub const PAGE_SIZE: usize = 50;
+
+/// All sessions of one process.
+pub struct Manager {
+    sources: Sources,
+    registry: Arc<Registry>,
+    bus: Bus,
+    locks: Arc<FileLocks>,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    store: tokio::sync::OnceCell<Result<Store, StoreError>>,
+    /// Model ids by provider base URL, fetched once from `GET /models`.
+    models: Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>,
+}
+
+impl Manager {
+    pub fn new(sources: Sources) -> Self {
+        Self::with_registry(sources, Arc::new(Registry::builtins()))
+    }
+
+    /// A manager whose sessions use `registry` (tests and embedders add their own tools).
+    pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
+        Self {
+            sources,
+            registry,
+            bus: Bus::new(),
+            locks: Arc::new(FileLocks::default()),
+            sessions: Mutex::new(HashMap::new()),
+            store: tokio::sync::OnceCell::new(),
+            models: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.bus
+    }
+
+    /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
+    pub fn database_path(&self) -> std::path::PathBuf {
+        self.sources.data_dir().join("tinycode.db")
+    }
+
+    /// The store, opened on first use (on a blocking thread).
+    pub async fn store(&self) -> Result<Store, StoreError> {
+        let path = self.database_path();
+        self.store
+            .get_or_init(|| async move {
+                tokio::task::spawn_blocking(move || Store::open(&path))
+                    .await
+                    .unwrap_or(Err(StoreError::Closed))
+            })
+            .await
+            .clone()
+    }
+
+    fn live(&self, id: &str) -> Option<Arc<Session>> {
+        lock(&self.sessions).get(id).cloned()
+    }
+
+    /// The model list for a provider, fetching it in the background the first time.
+    fn models_for(&self, config: &Config) -> Arc<Mutex<Vec<String>>> {
+        let mut all = lock(&self.models);
+        if let Some(list) = all.get(&config.base_url) {
+            return list.clone();
+        }
+        let list = Arc::new(Mutex::new(config.models.clone()));
+        all.insert(config.base_url.clone(), list.clone());
+        let (fetched, config) = (list.clone(), config.clone());
+        tokio::spawn(async move {
+            match openai::list_models(&config).await {
+                Ok(ids) => {
+                    let mut list = lock(&fetched);
+                    for id in ids {
+                        if !list.contains(&id) {
+                            list.push(id);
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::info!(error = %e, "the provider's model list is unavailable; offering the configured models")
+                }
+            }
+        });
+        list
+    }
+
+    async fn remembered_rules(&self, cwd: &Path) -> Vec<Rule> {
+        let Ok(store) = self.store().await else { return Vec::new() };
+        match store.rules(&cwd.display().to_string()).await {
+            Ok(rules) => rules
+                .into_iter()
+                .filter_map(|r| {
+                    let action = serde_json::from_value(Value::String(r.action)).ok()?;
+                    Some(Rule { permission: r.permission, pattern: r.pattern, action })
+                })
+                .collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read remembered permission rules");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Build a live session around stored or fresh state.
+    async fn assemble(
+        &self,
+        row: &SessionRow,
+        config: Config,
+        conversation: Conversation,
+        mcp_servers: Vec<Value>,
+        seams: Seams,
+    ) -> Arc<Session> {
+        let cwd = Path::new(&row.cwd).to_path_buf();
+        let store =
+            self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
+        let mode = Mode::parse(&row.mode).unwrap_or(Mode::Build);
+        let settings = Settings {
+            mode,
+            model: row.model.clone().unwrap_or_else(|| config.model.clone()),
+            thought_level: row.thought_level.clone(),
+        };
+        let perms = permission::Service::new(
+            mode.id(),
+            &row.cwd,
+            config.permission_rules.clone(),
+            seams.approver.clone(),
+        );
+        perms.remember_all(self.remembered_rules(&cwd).await);
+        if let Some(store) = &store {
+            perms.persist_to(store.clone());
+        }
+        let session = Arc::new(Session {
+            id: row.id.clone(),
+            files: Arc::new(Files::new(
+                vec![cwd.clone()],
+                seams.fs.clone(),
+                self.locks.clone(),
+                config.formatters.clone(),
+            )),
+            tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
+            terminals: seams.terminals.clone().filter(|_| config.client_terminals),
+            model: Arc::new(OpenAiClient::new(&config)),
+            models: self.models_for(&config),
+            cwd,
+            created_at: row.created_at,
+            registry: self.registry.clone(),
+            perms: Arc::new(perms),
+            sink: Mutex::new(seams.sink),
+            bus: self.bus.clone(),
+            store,
+            settings: Mutex::new(settings),
+            title: Mutex::new(row.title.clone()),
+            conversation: tokio::sync::Mutex::new(conversation),
+            active: Mutex::new(None),
+            turns: std::sync::atomic::AtomicU64::new(0),
+            closed: CancellationToken::new(),
+            config,
+        });
+        let _ = mcp_servers;
+        lock(&self.sessions).insert(row.id.clone(), session.clone());
+        session
+    }
+
+    /// Create a session rooted at the absolute directory `cwd`. `seams` builds the editor seams for its id.
+    pub async fn create(
+        &self,
+        cwd: &Path,
+        mcp_servers: Vec<Value>,
+        seams: impl FnOnce(&str) -> Seams,
+    ) -> Result<Arc<Session>, SessionError> {
+        let config = Config::load(&self.sources, cwd)?;
+        let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
+        let now = crate::clock::now_millis();
+        let row = SessionRow {
+            id: id.clone(),
+            cwd: cwd.display().to_string(),
+            title: None,
+            mode: config.default_mode.clone().unwrap_or_else(|| Mode::Build.id().into()),
+            model: Some(config.model.clone()),
+            thought_level: None,
+            created_at: now,
+            updated_at: now,
+        };
+        if let Ok(store) = self.store().await {
+            let saved = row.clone();
+            store.submit("the new session", move |c| {
+                c.execute(
+                    "INSERT INTO sessions (id, cwd, title, mode, model, thought_level, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    rusqlite::params![saved.id, saved.cwd, saved.title, saved.mode, saved.model, saved.thought_level, saved.created_at, saved.updated_at],
+                )
+                .map(|_| ())
+            });
+        }
+        Ok(self.assemble(&row, config, Conversation::default(), mcp_servers, seams(&id)).await)
+    }
+
+    pub fn get(&self, id: &str) -> Option<Arc<Session>> {
+        self.live(id)
+    }
+
+    /// Open a stored session (or take over a live one) for a new connection. Returns the session and, when
+    /// `replay` is set, the events that redraw its conversation.
+    pub async fn open(
+        &self,
+        id: &str,
+        cwd: &Path,
+        seams: Seams,
+        replay: bool,
+    ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
+        let store = self.store().await?;
+        let row = store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_string()))?;
+        if Path::new(&row.cwd) != cwd {
+            return Err(SessionError::Invalid(format!(
+                "session {id} belongs to {}, not {}",
+                row.cwd,
+                cwd.display()
+            )));
+        }
+        let stored = store.messages(id).await?;
+        let events = if replay { journal::replay(&stored) } else { Vec::new() };
+        let mut events = events;
+        if replay && let Some(todos) = store.todos(id).await? {
+            events.push(AgentEvent::Plan { items: todos });
+        }
+        if let Some(live) = self.live(id) {
+            live.rebind(seams.sink);
+            return Ok((live, events));
+        }
+        let config = Config::load(&self.sources, cwd)?;
+        let (history, shown) = journal::rebuild(&stored);
+        let conversation = Conversation::restored(history, shown);
+        let session = self.assemble(&row, config, conversation, Vec::new(), seams).await;
+        Ok((session, events))
+    }
+
+    /// One page of stored sessions, newest first.
+    pub async fn list(&self, cwd: Option<&Path>, cursor: Option<String>) -> Result<Page, SessionError> {
+        let store = self.store().await?;
+        store.list_sessions(cwd.map(|c| c.display().to_string()), cursor, PAGE_SIZE).await.map_err(
+            |e| match e {
+                StoreError::Sql(message) if message == crate::store::sessions::BAD_CURSOR => {
+                    SessionError::Invalid("invalid cursor".into())
+                }
+                other => other.into(),
+            },
+        )
+    }
+
+    /// Stop a session's work and forget it in memory (it stays stored).
+    pub async fn close(&self, id: &str) -> Result<(), SessionError> {
+        if let Some(session) = lock(&self.sessions).remove(id) {
+            session.close();
+            return Ok(());
+        }
+        match self.store().await?.session(id).await? {
+            Some(_) => Ok(()),
+            None => Err(SessionError::NotFound(id.to_string())),
+        }
+    }
+
+    /// Close a session and remove it (and everything it stored).
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        let live = lock(&self.sessions).remove(id);
+        if let Some(session) = &live {
+            session.close();
+        }
+        let existed = self.store().await?.delete_session(id).await?;
+        if existed || live.is_some() { Ok(()) } else { Err(SessionError::NotFound(id.to_string())) }
+    }
+
+    /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
+    pub async fn shutdown(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        for session in sessions {
+            session.close();
+        }
+        if let Some(Ok(store)) = self.store.get()
+            && let Err(e) = store.flush().await
+        {
+            tracing::error!(error = %e, "could not finish saving");
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Persistence: one SQLite database (bundled SQLite) holding sessions, their messages and parts, todos,
+//! remembered permission rules and token usage. WAL mode and a busy timeout let several tinycode processes
+//! (several editor windows) share the file; ordered migrations are tracked in `PRAGMA user_version`.
+//!
+//! All SQL runs on one dedicated thread per process; callers await the result, so blocking never happens on
+//! the async runtime. Owns the schema and the SQL. Must not know about ACP or the turn loop.
+
+pub mod messages;
+pub mod rules;
+pub mod sessions;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// Why a store operation failed. Handled by the session layer: a failure to open ends the request with an
+/// error naming the database; failures while saving are logged and reported, and the turn goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot open the session database {path}: {message}")]
+    Open { path: PathBuf, message: String },
+    #[error("session database error: {0}")]
+    Sql(String),
+    #[error("the session database is closed")]
+    Closed,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::Sql(e.to_string())
+    }
+}
+
+/// How long a write waits for another process's transaction before failing.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Migrations in order; entry `n` takes the schema from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    cwd TEXT NOT NULL,
+    title TEXT,
+    mode TEXT NOT NULL DEFAULT 'build',
+    model TEXT,
+    thought_level TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX sessions_by_update ON sessions (updated_at DESC, id DESC);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at DESC, id DESC);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (session_id, seq)
+);
+CREATE TABLE parts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX parts_by_message ON parts (message_id, seq);
+CREATE TABLE todos (
+    session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    items TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE permission_rules (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    project TEXT NOT NULL,
+    permission TEXT NOT NULL,
+    pattern TEXT NOT NULL,
+    action TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (project, permission, pattern)
+);
+CREATE TABLE usage (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    created_at INTEGER NOT NULL
+);
+"#];
+
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// A handle to the database thread. Cheap to clone; the thread ends when the last handle is dropped.
+#[derive(Clone)]
+pub struct Store {
+    jobs: mpsc::Sender<Job>,
+    pub path: PathBuf,
+}
+
+fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(conn)
+}
+
+/// Apply the migrations the database has not seen, each in its own transaction.
+fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    loop {
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        let Some(sql) = MIGRATIONS.get(version as usize) else { return Ok(()) };
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version + 1)?;
+        tx.commit()?;
+    }
+}
+
+impl Store {
+    /// Open (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let failed = |message: String| StoreError::Open { path: path.to_path_buf(), message };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+        }
+        let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+        configure(&mut conn).map_err(|e| failed(e.to_string()))?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("tinycode-store".into())
+            .spawn(move || {
+                while let Ok(job) = queue.recv() {
+                    job(&mut conn);
+                }
+            })
+            .map_err(|e| failed(e.to_string()))?;
+        Ok(Store { jobs, path: path.to_path_buf() })
+    }
+
+    /// Run `work` on the database thread.
+    pub async fn call<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = reply.send(work(conn).map_err(StoreError::from));
+        });
+        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Queue `work` without waiting for it. Jobs run in the order they were queued, so writes queued one after
+    /// another (even from synchronous code) land in that order. Errors are logged.
+    pub fn submit(
+        &self,
+        what: &'static str,
+        work: impl FnOnce(&mut Connection) -> Result<(), rusqlite::Error> + Send + 'static,
+    ) {
+        let job: Job = Box::new(move |conn| {
+            if let Err(e) = work(conn) {
+                tracing::error!(error = %e, "could not save {what}");
+            }
+        });
+        if self.jobs.send(job).is_err() {
+            tracing::error!("could not save {what}: the session database is closed");
+        }
+    }
+
+    /// Wait until every job queued so far has run.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.call(|_| Ok(())).await
+    }
+
+    /// The schema version (for tests and diagnostics).
+    pub async fn version(&self) -> Result<i64, StoreError> {
+        self.call(|conn| conn.query_row("PRAGMA user_version", [], |row| row.get(0))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn opening_twice_migrates_once_and_uses_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/tinycode.db");
+        let first = Store::open(&path).unwrap();
+        assert_eq!(first.version().await.unwrap(), MIGRATIONS.len() as i64);
+        let second = Store::open(&path).unwrap();
+        assert_eq!(second.version().await.unwrap(), MIGRATIONS.len() as i64);
+        let mode: String =
+            second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_a_database_is_an_open_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("garbage.db");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        match Store::open(&path) {
+            Err(StoreError::Open { path: named, .. }) => assert_eq!(named, path),
+            other => panic!("{:?}", other.map(|s| s.path)),
+        }
+    }
+}

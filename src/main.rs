@@ -78,7 +78,7 @@ async fn terminated() {
 }
 
 async fn serve_stdio() -> ExitCode {
-    let serve = acp::serve(agent_client_protocol::Stdio::new(), Sources::from_process());
+    let serve = acp::serve(acp::stdio::transport(), Sources::from_process());
     tokio::select! {
         result = serve => match result {
             Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,5 @@
 //! The client side of one session as the core sees it: [`SessionClient`] implements the core's seams
-//! ([`EventSink`], [`Approver`]) with `session/update` notifications and `session/request_permission`.
+//! ([`EventSink`], [`SettingsSink`], [`Approver`], [`ClientFs`], [`ClientTerminals`]) with `session/update` notifications and `session/request_permission`.
 //!
 //! Owns how core requests become ACP traffic. Must not make decisions; it only relays.
 
@@ -12,6 +12,8 @@ use super::convert;
 use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
 use crate::permission::{Approver, Ask, Reply};
+use crate::session::SettingsSink;
+use crate::session::settings::{ConfigOption, Mode};
 use crate::tool::files::ClientFs;
 use crate::tool::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
 
@@ -70,6 +72,16 @@ impl EventSink for SessionClient {
         for update in updates {
             self.send(update);
         }
+    }
+}
+
+impl SettingsSink for SessionClient {
+    fn settings_changed(&self, mode: Option<Mode>, options: &[ConfigOption]) {
+        if let Some(mode) = mode {
+            self.send(acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(mode.id())));
+        }
+        let options = convert::config_options(options);
+        self.send(acp::SessionUpdate::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(options)));
     }
 }
 

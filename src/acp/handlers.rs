@@ -56,7 +56,16 @@ fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Sea
         if client.has_fs() { Some(client.clone()) } else { None };
     let terminals: Option<Arc<dyn crate::tool::shell::terminal::ClientTerminals>> =
         if client.offers_terminals() { Some(client.clone()) } else { None };
-    (Seams { sink: client.clone(), approver: Some(client.clone()), fs, terminals }, client)
+    (
+        Seams {
+            sink: client.clone(),
+            settings: client.clone(),
+            approver: Some(client.clone()),
+            fs,
+            terminals,
+        },
+        client,
+    )
 }
 
 /// The slash commands, sent after the session's answer (Zed drops updates for sessions it does not know yet).

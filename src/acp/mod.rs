@@ -10,6 +10,7 @@ pub mod handlers;
 pub mod headless;
 pub mod prompt;
 pub mod render;
+pub mod stdio;
 
 use std::sync::{Arc, RwLock};
 

@@ -83,10 +83,18 @@ impl Renderer {
                 CompactionStatus::Completed => acp::CompactionStatus::Completed,
                 CompactionStatus::Failed => acp::CompactionStatus::Failed,
             };
-            let summary = summary.clone().map(|s| vec![acp::ContentBlock::Text(acp::TextContent::new(s))]);
-            return vec![acp::SessionUpdate::CompactionUpdate(
-                acp::CompactionUpdate::new(compaction_id.clone(), status).summary(summary),
-            )];
+            // Patch semantics: an absent field leaves the editor's value alone (`null` would clear it).
+            let failed = status == acp::CompactionStatus::Failed;
+            let mut update = acp::CompactionUpdate::new(compaction_id.clone(), status);
+            if let Some(summary) = summary {
+                update =
+                    update.summary(vec![acp::ContentBlock::Text(acp::TextContent::new(summary.clone()))]);
+            }
+            if failed {
+                update = update
+                    .error("the model could not summarise the conversation; nothing was changed".to_string());
+            }
+            return vec![acp::SessionUpdate::CompactionUpdate(update)];
         }
         vec![match event {
             AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input }

@@ -42,6 +42,14 @@ impl Journal {
         self.store.append_later(&self.session_id, role, parts, crate::clock::now_millis());
     }
 
+    /// Wait until everything queued so far is committed (before each model request, so a crash while the
+    /// model streams loses nothing that had completed).
+    pub async fn settle(&self) {
+        if let Err(e) = self.store.flush().await {
+            tracing::error!(error = %e, "the conversation could not be saved");
+        }
+    }
+
     /// The user's prompt: what the editor sent (for replay) and what the model sees.
     pub fn user(&self, message_id: &str, blocks: &Value, parts: &[UserPart]) {
         let mut stored = vec![part("input", json!({"messageId": message_id, "blocks": blocks}))];

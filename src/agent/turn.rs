@@ -208,8 +208,11 @@ impl Turn<'_> {
                 self.context_window,
                 self.config.max_output_tokens,
             ) {
-                self.compact(conversation, self.keep_budget()).await;
+                self.compact(conversation, self.keep_budget(&system, &tools)).await;
                 request = self.request(&system, &tools, &conversation.history);
+            }
+            if let Some(journal) = self.journal() {
+                journal.settle().await;
             }
             let mut response = match self.call_model(&request, &mut conversation.history).await? {
                 Step::Response(response) => response,
@@ -217,7 +220,7 @@ impl Turn<'_> {
                 Step::Overflow(error) if !compacted_on_overflow => {
                     compacted_on_overflow = true;
                     requests -= 1;
-                    if self.compact(conversation, self.keep_budget()).await
+                    if self.compact(conversation, self.keep_budget(&system, &tools)).await
                         == Some(CompactionStatus::Completed)
                     {
                         continue;
@@ -252,9 +255,11 @@ impl Turn<'_> {
         }
     }
 
-    /// Tokens the newest messages may keep through a compaction.
-    fn keep_budget(&self) -> u64 {
-        (self.context_window as f64 * compaction::KEEP) as u64
+    /// Tokens the newest messages may keep through a compaction: a share of the window, less what the system
+    /// prompt and the tools take in every request.
+    fn keep_budget(&self, system: &str, tools: &[ToolSpec]) -> u64 {
+        let fixed = compaction::request_tokens(&self.request(system, tools, &History::default()));
+        ((self.context_window as f64 * compaction::KEEP) as u64).saturating_sub(fixed)
     }
 
     /// Background tasks that finished since the last request are told to the model.

@@ -17,6 +17,8 @@ pub enum Event {
     ToolExecuteAfter { session_id: String, call_id: String, tool: String, success: bool },
     /// `file.modified`: a tool wrote, created, moved or deleted a file.
     FileModified { session_id: String, call_id: String, path: PathBuf, operation: String },
+    /// `provider.models`: the provider's model list was fetched (`None`: it could not be).
+    ModelsListed { base_url: String, models: Option<Vec<String>> },
 }
 
 impl Event {
@@ -26,6 +28,7 @@ impl Event {
             Event::ToolExecuteBefore { .. } => "tool.execute.before",
             Event::ToolExecuteAfter { .. } => "tool.execute.after",
             Event::FileModified { .. } => "file.modified",
+            Event::ModelsListed { .. } => "provider.models",
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The sessions of one process: creating them, loading stored ones (with the events that redraw them), resuming,
-//! listing, closing and deleting. Opens the store in the background at start-up and caches the provider's model
-//! list, so `session/new` never waits on the disk or the network.
+//! listing, closing and deleting. Opens the store in the background at start-up and keeps the providers' model
+//! lists (`models`), so `session/new` never waits on the disk or the network.
 //!
 //! Owns the live-session table and the store handle.
 
@@ -11,13 +11,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::models::Catalogue;
 use super::settings::{Mode, Settings};
 use super::{Seams, Session, lock};
 use crate::agent::journal;
 use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
 use crate::config::{Config, ConfigError, Sources};
-use crate::llm::openai::{self, OpenAiClient};
+use crate::llm::openai::OpenAiClient;
 use crate::permission::{self, Rule};
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
@@ -51,8 +52,8 @@ pub struct Manager {
     locks: Arc<FileLocks>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     store: tokio::sync::OnceCell<Result<Store, StoreError>>,
-    /// Model ids by provider base URL, fetched once from `GET /models`.
-    models: Mutex<HashMap<String, Arc<Mutex<Vec<String>>>>>,
+    /// Model ids by provider, fetched from `GET /models`.
+    catalogue: Catalogue,
 }
 
 impl Manager {
@@ -69,7 +70,7 @@ impl Manager {
             locks: Arc::new(FileLocks::default()),
             sessions: Mutex::new(HashMap::new()),
             store: tokio::sync::OnceCell::new(),
-            models: Mutex::new(HashMap::new()),
+            catalogue: Catalogue::default(),
         }
     }
 
@@ -97,33 +98,6 @@ impl Manager {
 
     fn live(&self, id: &str) -> Option<Arc<Session>> {
         lock(&self.sessions).get(id).cloned()
-    }
-
-    /// The model list for a provider, fetching it in the background the first time.
-    fn models_for(&self, config: &Config) -> Arc<Mutex<Vec<String>>> {
-        let mut all = lock(&self.models);
-        if let Some(list) = all.get(&config.base_url) {
-            return list.clone();
-        }
-        let list = Arc::new(Mutex::new(config.models.clone()));
-        all.insert(config.base_url.clone(), list.clone());
-        let (fetched, config) = (list.clone(), config.clone());
-        tokio::spawn(async move {
-            match openai::list_models(&config).await {
-                Ok(ids) => {
-                    let mut list = lock(&fetched);
-                    for id in ids {
-                        if !list.contains(&id) {
-                            list.push(id);
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::info!(error = %e, "the provider's model list is unavailable; offering the configured models")
-                }
-            }
-        });
-        list
     }
 
     async fn remembered_rules(&self, cwd: &Path) -> Vec<Rule> {
@@ -182,12 +156,13 @@ impl Manager {
             tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Arc::new(OpenAiClient::new(&config)),
-            models: self.models_for(&config),
+            models: self.catalogue.for_provider(&config, &self.bus),
             cwd,
             created_at: row.created_at,
             registry: self.registry.clone(),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
+            settings_sink: Mutex::new(seams.settings),
             bus: self.bus.clone(),
             store,
             settings: Mutex::new(settings),
@@ -200,6 +175,7 @@ impl Manager {
         });
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
+        session.watch_models();
         session
     }
 
@@ -259,16 +235,23 @@ impl Manager {
             )));
         }
         let stored = store.messages(id).await?;
-        let events = if replay { journal::replay(&stored) } else { Vec::new() };
-        let mut events = events;
-        if replay && let Some(todos) = store.todos(id).await? {
-            events.push(AgentEvent::Plan { items: todos });
+        let config = Config::load(&self.sources, cwd)?;
+        let mut events = Vec::new();
+        if replay {
+            events = journal::replay(&stored);
+            if let Some(todos) = store.todos(id).await? {
+                events.push(AgentEvent::Plan { items: todos });
+            }
+            if let Some(used) = store.last_usage(id).await? {
+                let model = row.model.clone().unwrap_or_else(|| config.model.clone());
+                let size = super::settings::context_window(&model, config.context_window);
+                events.push(AgentEvent::Usage { used, size });
+            }
         }
         if let Some(live) = self.live(id) {
-            live.rebind(seams.sink);
+            live.rebind(&seams);
             return Ok((live, events));
         }
-        let config = Config::load(&self.sources, cwd)?;
         let (history, shown) = journal::rebuild(&stored);
         let conversation = Conversation::restored(history, shown);
         let session = self.assemble(&row, config, conversation, Vec::new(), seams).await;

@@ -7,6 +7,7 @@
 //! seams in [`Seams`].
 
 pub mod manager;
+pub mod models;
 pub mod settings;
 
 use std::path::PathBuf;
@@ -31,10 +32,17 @@ use crate::tool::shell::terminal::ClientTerminals;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 
+/// Where agent-side changes to a session's settings are announced (the editor's mode and option pickers).
+pub trait SettingsSink: Send + Sync {
+    /// `mode` is set when the mode itself changed; `options` is always the complete list.
+    fn settings_changed(&self, mode: Option<Mode>, options: &[ConfigOption]);
+}
+
 /// What a session needs from the editor.
 #[derive(Clone)]
 pub struct Seams {
     pub sink: Arc<dyn EventSink>,
+    pub settings: Arc<dyn SettingsSink>,
     pub approver: Option<Arc<dyn Approver>>,
     /// The editor's file system, when it offers one.
     pub fs: Option<Arc<dyn ClientFs>>,
@@ -85,11 +93,12 @@ pub struct Session {
     tasks: Arc<Tasks>,
     terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Mutex<Arc<dyn EventSink>>,
+    settings_sink: Mutex<Arc<dyn SettingsSink>>,
     bus: Bus,
     store: Option<Store>,
     settings: Mutex<Settings>,
     title: Mutex<Option<String>>,
-    models: Arc<Mutex<Vec<String>>>,
+    models: Arc<models::ModelList>,
     conversation: tokio::sync::Mutex<Conversation>,
     /// The running (or queued) turn: its number and cancel token.
     active: Mutex<Option<(u64, CancellationToken)>>,
@@ -110,8 +119,16 @@ impl Session {
     }
 
     /// Send this session's events to a (new) editor connection.
-    pub fn rebind(&self, sink: Arc<dyn EventSink>) {
-        *lock(&self.sink) = sink;
+    pub fn rebind(&self, seams: &Seams) {
+        *lock(&self.sink) = seams.sink.clone();
+        *lock(&self.settings_sink) = seams.settings.clone();
+    }
+
+    /// Tell the editor about a change it did not ask for (a mode switch by the agent, a new model list).
+    fn announce_settings(&self, mode_changed: bool) {
+        let sink = lock(&self.settings_sink).clone();
+        let mode = mode_changed.then(|| self.settings().mode);
+        sink.settings_changed(mode, &self.options());
     }
 
     pub fn settings(&self) -> Settings {
@@ -124,12 +141,12 @@ impl Session {
 
     /// The config options as they stand now.
     pub fn options(&self) -> Vec<ConfigOption> {
-        self.settings().options(&lock(&self.models))
+        self.settings().options(&self.models.get())
     }
 
     /// Change one option. Returns the complete new list.
     pub fn set_option(&self, option: &str, value: &str) -> Result<Vec<ConfigOption>, String> {
-        let models = lock(&self.models).clone();
+        let models = self.models.get();
         lock(&self.settings).set(option, value, &models)?;
         self.apply_settings();
         Ok(self.options())
@@ -257,6 +274,22 @@ impl Session {
             text: reply.into(),
         });
         if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
+    }
+
+    /// Announce the model list to the editor whenever it grows, until the session closes.
+    fn watch_models(self: &Arc<Self>) {
+        let mut changes = self.models.subscribe();
+        let (session, closed) = (Arc::downgrade(self), self.closed.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = closed.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                let Some(session) = session.upgrade() else { return };
+                session.announce_settings(false);
+            }
+        });
     }
 
     /// Cancel the running turn, if any.

@@ -115,6 +115,21 @@ impl Store {
         .await
     }
 
+    /// The context used by the last response that reported usage (its input plus output tokens).
+    pub async fn last_usage(&self, session: &str) -> Result<Option<u64>, StoreError> {
+        let session = session.to_string();
+        self.call(move |c| {
+            c.query_row(
+                "SELECT input_tokens + output_tokens FROM usage WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                [session],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|used| used.map(|n| n.max(0) as u64))
+        })
+        .await
+    }
+
     /// Record one model response's token usage.
     pub async fn record_usage(
         &self,

@@ -104,7 +104,7 @@ impl Store {
             let (at, id) = after.unwrap_or((i64::MAX, String::new()));
             let bound = after_bound(&at, &id);
             let sql = format!(
-                "SELECT {COLUMNS} FROM sessions WHERE (?1 IS NULL OR cwd = ?1) AND (updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) ORDER BY updated_at DESC, id DESC LIMIT ?4"
+                "SELECT {COLUMNS} FROM sessions WHERE title IS NOT NULL AND (?1 IS NULL OR cwd = ?1) AND (updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) ORDER BY updated_at DESC, id DESC LIMIT ?4"
             );
             let mut statement = c.prepare_cached(&sql)?;
             let mut sessions: Vec<SessionRow> =
@@ -150,13 +150,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn listing_pages_newest_first_with_a_cwd_filter_and_opaque_cursors() {
+    async fn listing_pages_newest_first_with_a_cwd_filter_and_opaque_cursors_skipping_untitled_sessions() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         for i in 0..7 {
             let cwd = if i % 2 == 0 { "/a" } else { "/b" };
             store.create_session(session(&format!("s{i}"), cwd, 100 + i / 2)).await.unwrap();
         }
+        // Never prompted: not worth a line in the editor's history.
+        store.create_session(SessionRow { title: None, ..session("empty", "/a", 500) }).await.unwrap();
         let first = store.list_sessions(None, None, 3).await.unwrap();
         let ids: Vec<&str> = first.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, vec!["s6", "s5", "s4"]);

@@ -15,12 +15,12 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, answer, calls, status};
 
-struct Env {
-    dir: tempfile::TempDir,
+pub struct Env {
+    pub dir: tempfile::TempDir,
 }
 
 impl Env {
-    fn new() -> Env {
+    pub fn new() -> Env {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         std::fs::create_dir_all(dir.path().join("config/tinycode")).unwrap();
@@ -32,11 +32,11 @@ impl Env {
         Env { dir }
     }
 
-    fn cwd(&self) -> std::path::PathBuf {
+    pub fn cwd(&self) -> std::path::PathBuf {
         self.dir.path().join("work")
     }
 
-    fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
+    pub fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
         command
             .args(args)
@@ -101,7 +101,9 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
         .collect();
     assert_eq!(texts, vec!["Hi from ", "the binary"]);
     let status = wait_exit(&mut child).await;
-    assert!(status.success(), "{status:?}");
+    let mut logs = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();
+    assert!(status.success(), "{status:?}; stderr:\n{logs}");
     model.assert_done();
 }
 
@@ -138,6 +140,12 @@ impl Raw {
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         Raw { child, stdin, stdout }
+    }
+
+    /// What the last binary spawned on this thread wrote to stderr so far.
+    fn logs() -> String {
+        let logs = LOGS.with(|l| l.borrow().clone()).unwrap();
+        String::from_utf8_lossy(&logs.lock().unwrap()).into_owned()
     }
 
     async fn send(&mut self, line: &str) {
@@ -191,6 +199,26 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert!(raw.recv().await["result"]["sessionId"].as_str().unwrap().starts_with("sess_"));
     drop(raw.stdin);
     assert!(wait_exit(&mut raw.child).await.success());
+}
+
+#[tokio::test]
+async fn the_agent_exits_cleanly_when_the_editor_closes_stdout_before_stdin() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["id"], 1);
+    let Raw { mut child, mut stdin, stdout } = raw;
+    drop(stdout);
+    let cwd = env.cwd();
+    for id in 2..5 {
+        let frame =
+            json!({"jsonrpc":"2.0","id":id,"method":"session/new","params":{"cwd": cwd,"mcpServers":[]}});
+        stdin.write_all(format!("{frame}\n").as_bytes()).await.unwrap();
+    }
+    drop(stdin);
+    let status = wait_exit(&mut child).await;
+    assert!(status.success(), "{status:?}; stderr:\n{}", Raw::logs());
 }
 
 #[tokio::test]

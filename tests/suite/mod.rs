@@ -1,8 +1,11 @@
 mod binary;
 mod cancel;
+mod compaction;
 mod edits;
 mod errors;
 mod permission;
 mod protocol;
+mod sessions;
+mod settings;
 mod shell;
 mod turn;

@@ -79,6 +79,8 @@ async fn play(scenario: &Path) {
         }
     }
     let model = FakeModel::start(replies).await;
+    // The model list would arrive at a racy moment as a `config_option_update`; scenarios run without one.
+    model.set_models(None);
     let mut child = Command::new(env!("CARGO_BIN_EXE_tinycode"))
         .arg("acp")
         .env_clear()

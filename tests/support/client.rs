@@ -113,7 +113,8 @@ pub struct TestClient {
     pub log: Arc<Log>,
     changed: watch::Receiver<u64>,
     stop: Option<oneshot::Sender<()>>,
-    agent: tokio::task::JoinHandle<Result<(), Error>>,
+    /// The in-process agent's serve loop (`None` when the agent is a child process).
+    agent: Option<tokio::task::JoinHandle<Result<(), Error>>>,
 }
 
 fn bump(tx: &watch::Sender<u64>) {
@@ -130,6 +131,19 @@ impl TestClient {
             ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
             manager,
         ));
+        Self::over(client_write, client_read, Some(agent)).await
+    }
+
+    /// Connect a client to the agent at the other end of `write`/`read` (a child's stdin and stdout).
+    pub async fn over<W, R>(
+        client_write: W,
+        client_read: R,
+        agent: Option<tokio::task::JoinHandle<Result<(), Error>>>,
+    ) -> TestClient
+    where
+        W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+        R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    {
         let log = Arc::new(Log::default());
         let (changed_tx, changed) = watch::channel(0u64);
         let changed_tx = Arc::new(changed_tx);
@@ -373,7 +387,18 @@ impl TestClient {
     /// Close the connection (stdin EOF for the agent) and return how the agent's serve loop ended.
     pub async fn close(mut self) -> Result<(), Error> {
         drop(self.stop.take());
-        tokio::time::timeout(PATIENCE, &mut self.agent).await.expect("agent did not stop after EOF").unwrap()
+        let Some(agent) = self.agent.as_mut() else { return Ok(()) };
+        tokio::time::timeout(PATIENCE, agent).await.expect("agent did not stop after EOF").unwrap()
+    }
+
+    /// Send any request and wait (with patience) for its answer.
+    pub async fn call<Req>(&self, request: Req) -> Result<Req::Response, Error>
+    where
+        Req: agent_client_protocol::JsonRpcRequest,
+    {
+        tokio::time::timeout(PATIENCE, self.cx.send_request(request).block_task())
+            .await
+            .unwrap_or_else(|_| panic!("no answer; updates: {:#?}", self.updates_json()))
     }
 }
 
@@ -385,6 +410,10 @@ pub struct Harness {
     pub data: PathBuf,
     pub model: FakeModel,
     pub client: TestClient,
+    /// The first agent's event bus.
+    pub bus: tinycode::bus::Bus,
+    capabilities: acp::ClientCapabilities,
+    registry: Arc<Registry>,
 }
 
 pub struct Setup {
@@ -459,9 +488,11 @@ impl Setup {
         let model = FakeModel::start(self.script).await;
         let sources = sources(&model.base_url, &data, &config_home);
         let registry = Arc::new(self.registry.unwrap_or_else(Registry::builtins));
-        let client = TestClient::start(Manager::with_registry(sources, registry)).await;
-        client.initialize(self.capabilities).await;
-        Harness { _root: root, cwd, data, model, client }
+        let manager = Manager::with_registry(sources, registry.clone());
+        let bus = manager.bus().clone();
+        let client = TestClient::start(manager).await;
+        client.initialize(self.capabilities.clone()).await;
+        Harness { _root: root, cwd, data, model, client, bus, capabilities: self.capabilities, registry }
     }
 }
 
@@ -489,6 +520,21 @@ impl Harness {
         self.client.new_session(&self.cwd).await
     }
 
+    /// Another agent (as a second editor window would start) on the same database and config, initialized.
+    pub async fn another_agent(&self) -> TestClient {
+        let sources = sources(&self.model.base_url, &self.data, &self._root.path().join("config"));
+        let client = TestClient::start(Manager::with_registry(sources, self.registry.clone())).await;
+        client.initialize(self.capabilities.clone()).await;
+        client
+    }
+
+    /// Stop the agent (stdin EOF) and start a fresh one on the same database, as after an editor restart.
+    pub async fn restart(&mut self) {
+        let fresh = self.another_agent().await;
+        let old = std::mem::replace(&mut self.client, fresh);
+        old.close().await.unwrap();
+    }
+
     pub fn write(&self, rel: &str, content: &str) -> PathBuf {
         let path = self.cwd.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -496,13 +542,15 @@ impl Harness {
         path
     }
 
-    /// The turn updates of `session` (without the slash-command announcement) with temp paths, times and
-    /// generated ids replaced by stable placeholders.
+    /// The turn updates of `session` with temp paths, times and generated ids replaced by stable placeholders.
+    /// Left out: the slash-command announcement and option updates, which come when the provider's model list
+    /// happens to arrive (the model-picker tests look at them).
     pub fn transcript(&self, session: &acp::SessionId) -> Vec<Value> {
         self.client
             .updates(session)
             .into_iter()
             .filter(|u| u["sessionUpdate"] != "available_commands_update")
+            .filter(|u| u["sessionUpdate"] != "config_option_update")
             .map(|u| redact(u, &self.cwd, &self.data))
             .collect()
     }

@@ -256,7 +256,7 @@ fn replay_display(display: Vec<Content>) -> Vec<Content> {
 }
 
 /// The events that redraw a stored conversation: every user, thought and agent message chunk with its id,
-/// each tool call followed by its final update, background-task notes as agent messages, and compactions.
+/// each tool call followed by its final update, and compactions.
 pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
     let mut events = Vec::new();
     let mut finished: HashMap<String, bool> = HashMap::new();
@@ -310,10 +310,7 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                     status: CompactionStatus::Completed,
                     summary: Some(text_of(data, "text")),
                 }),
-                "note" => events.push(AgentEvent::MessageChunk {
-                    message_id: format!("note_{}", events.len()),
-                    text: text_of(data, "text"),
-                }),
+                // Background-task notes were for the model; the editor never showed them.
                 _ => {}
             }
         }
@@ -330,4 +327,141 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
         });
     }
     events
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::display::Presentation;
+
+    fn stored(role: &str, parts: Vec<(String, Value)>) -> StoredMessage {
+        StoredMessage { role: role.into(), parts, created_at: 1 }
+    }
+
+    fn user(text: &str) -> StoredMessage {
+        stored(
+            "user",
+            vec![
+                part("input", json!({"messageId": "user_1", "blocks": [{"type": "text", "text": text}]})),
+                part("text", json!({"text": text})),
+            ],
+        )
+    }
+
+    fn calls(ids: &[&str]) -> StoredMessage {
+        let calls: Vec<Value> =
+            ids.iter().map(|id| json!({"id": id, "name": "read", "arguments": "{}"})).collect();
+        stored("assistant", vec![part("tool_calls", Value::Array(calls))])
+    }
+
+    fn started(id: &str) -> StoredMessage {
+        let presentation =
+            serde_json::to_value(Presentation { title: "Read".into(), ..Presentation::default() });
+        let data = json!({"callId": id, "uiId": id, "tool": "read", "presentation": presentation.unwrap_or_default(), "rawInput": {}});
+        stored("tool_start", vec![part("tool_start", data)])
+    }
+
+    fn result(id: &str, content: &str) -> StoredMessage {
+        let data = json!({"callId": id, "uiId": id, "content": content, "failed": false, "display": [], "locations": [], "rawOutput": null});
+        stored("tool", vec![part("tool_result", data)])
+    }
+
+    #[test]
+    fn a_crash_between_a_call_and_its_result_leaves_a_valid_history_even_after_more_turns() {
+        let messages = vec![
+            user("one"),
+            calls(&["a", "b"]),
+            started("a"),
+            result("a", "A"),
+            started("b"),
+            // The process died here; after a restart the user went on.
+            user("two"),
+            stored("assistant", vec![part("text", json!({"messageId": "m", "text": "ok"}))]),
+        ];
+        let (history, shown) = rebuild(&messages);
+        assert_eq!(history.check(), Ok(()));
+        assert_eq!(history.messages().len(), 6);
+        assert!(
+            matches!(&history.messages()[3], Message::Tool { call_id, content } if call_id == "b" && content == super::super::history::MISSING_RESULT)
+        );
+        assert_eq!(shown, HashSet::from(["a".to_string(), "b".to_string()]));
+
+        let finals: Vec<(String, ToolStatus)> = replay(&messages)
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCallFinished { call_id, status, .. } => Some((call_id, status)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            finals,
+            vec![("a".to_string(), ToolStatus::Completed), ("b".to_string(), ToolStatus::Failed)]
+        );
+    }
+
+    #[test]
+    fn a_summary_replaces_older_history_on_rebuild_and_shows_as_a_compaction_on_replay() {
+        let messages = vec![
+            user("one"),
+            stored("assistant", vec![part("text", json!({"messageId": "m1", "text": "first"}))]),
+            user("two"),
+            stored("summary", vec![part("summary", json!({"text": "they said one", "keep": 1}))]),
+            stored("assistant", vec![part("text", json!({"messageId": "m2", "text": "second"}))]),
+        ];
+        let (history, _) = rebuild(&messages);
+        let kinds: Vec<&str> = history
+            .messages()
+            .iter()
+            .map(|m| match m {
+                Message::User(parts) => match &parts[0] {
+                    UserPart::Text(t) if t.starts_with("<conversation-summary>") => "summary",
+                    _ => "user",
+                },
+                Message::Assistant { .. } => "assistant",
+                Message::Tool { .. } => "tool",
+            })
+            .collect();
+        assert_eq!(kinds, vec!["summary", "user", "assistant"]);
+        let compactions = replay(&messages)
+            .into_iter()
+            .filter(|e| matches!(e, AgentEvent::Compaction { summary: Some(s), .. } if s == "they said one"))
+            .count();
+        assert_eq!(compactions, 1);
+    }
+
+    #[test]
+    fn replay_trims_huge_outputs_to_head_and_tail_and_replaces_huge_diffs_by_a_note() {
+        let long: String = (0..5_000).map(|i| format!("line {i}\n")).collect();
+        let trimmed = trim_for_replay(&long);
+        assert!(trimmed.len() < REPLAY_OUTPUT_BYTES + 200, "{}", trimmed.len());
+        assert!(trimmed.starts_with("line 0\nline 1\n"));
+        assert!(trimmed.ends_with("line 4999\n"));
+        assert!(trimmed.contains("bytes not shown when reopening the conversation"));
+        assert_eq!(trim_for_replay("short"), "short");
+
+        let huge =
+            Content::Diff { path: "/w/big.txt".into(), old_text: None, new_text: "x".repeat(600 * 1024) };
+        let small =
+            Content::Diff { path: "/w/a.txt".into(), old_text: Some("a".into()), new_text: "b".into() };
+        assert_eq!(
+            replay_display(vec![huge, small.clone()]),
+            vec![
+                Content::Text(
+                    "(a 600 KB change to /w/big.txt is not shown when reopening the conversation)".into()
+                ),
+                small
+            ]
+        );
+    }
+
+    #[test]
+    fn background_task_notes_reach_the_model_but_are_not_replayed() {
+        let messages = vec![
+            user("start it"),
+            stored("note", vec![part("note", json!({"text": "<background-tasks>done</background-tasks>"}))]),
+        ];
+        let (history, _) = rebuild(&messages);
+        assert_eq!(history.messages().len(), 2);
+        assert!(replay(&messages).iter().all(|e| !matches!(e, AgentEvent::MessageChunk { .. })));
+    }
 }

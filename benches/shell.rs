@@ -42,6 +42,7 @@ async fn main() {
         plan: None,
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
         terminals: None,
+        control: Default::default(),
     };
     const RUNS: usize = 200;
     let mut raw = Vec::new();

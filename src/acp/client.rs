@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use super::convert;
 use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
-use crate::permission::{Approver, Ask, Reply};
+use crate::permission::{Approver, Ask, Category, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
 use crate::tool::files::ClientFs;
@@ -19,10 +19,10 @@ use crate::tool::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput
 
 /// The connection to the editor, bound to one session.
 pub struct SessionClient {
-    cx: ConnectionTo<Client>,
-    session_id: acp::SessionId,
+    pub(super) cx: ConnectionTo<Client>,
+    pub(super) session_id: acp::SessionId,
     /// What the client declared in `initialize`.
-    capabilities: acp::ClientCapabilities,
+    pub(super) capabilities: acp::ClientCapabilities,
     renderer: std::sync::Mutex<Renderer>,
 }
 
@@ -90,13 +90,18 @@ const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
-fn options() -> Vec<acp::PermissionOption> {
-    vec![
+/// The four answers; destructive and secret-touching commands ask every time, so they offer no "always allow".
+fn options(category: Category) -> Vec<acp::PermissionOption> {
+    let mut options = vec![
         acp::PermissionOption::new(ALLOW_ONCE, "Allow once", acp::PermissionOptionKind::AllowOnce),
         acp::PermissionOption::new(ALLOW_ALWAYS, "Always allow", acp::PermissionOptionKind::AllowAlways),
         acp::PermissionOption::new(REJECT_ONCE, "Reject", acp::PermissionOptionKind::RejectOnce),
         acp::PermissionOption::new(REJECT_ALWAYS, "Always reject", acp::PermissionOptionKind::RejectAlways),
-    ]
+    ];
+    if category.always_asks() {
+        options.remove(1);
+    }
+    options
 }
 
 /// The tool call as shown in the ask: the real title, kind, locations and content (diff or command).
@@ -119,8 +124,11 @@ fn ask_tool_call(ask: &Ask) -> acp::ToolCallUpdate {
 impl Approver for SessionClient {
     fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
-            let request =
-                acp::RequestPermissionRequest::new(self.session_id.clone(), ask_tool_call(ask), options());
+            let request = acp::RequestPermissionRequest::new(
+                self.session_id.clone(),
+                ask_tool_call(ask),
+                options(ask.category),
+            );
             match self.cx.send_request(request).block_task().await {
                 Ok(response) => match response.outcome {
                     acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {

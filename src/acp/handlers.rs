@@ -63,6 +63,7 @@ fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Sea
             approver: Some(client.clone()),
             fs,
             terminals,
+            asker: Some(client.clone()),
         },
         client,
     )

@@ -9,6 +9,7 @@ pub mod convert;
 pub mod handlers;
 pub mod headless;
 pub mod prompt;
+pub mod question;
 pub mod render;
 pub mod stdio;
 

@@ -11,4 +11,4 @@ pub mod system_prompt;
 pub mod turn;
 
 pub use event::{AgentEvent, EventSink, ToolStatus};
-pub use turn::{Conversation, StopReason, Turn, TurnError};
+pub use turn::{AgentSwitcher, Conversation, StopReason, Turn, TurnError};

@@ -27,6 +27,7 @@ use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission;
+use crate::tool::control::Control;
 use crate::tool::files::Files;
 use crate::tool::shell::tasks::Tasks;
 use crate::tool::shell::terminal::ClientTerminals;
@@ -107,6 +108,15 @@ pub struct Turn<'a> {
     pub bus: &'a Bus,
     pub journal: Option<Journal>,
     pub cancel: CancellationToken,
+    /// The session's to-do list, pending mode switch and question seam, shared with the tools.
+    pub control: Arc<Control>,
+    /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
+    pub switcher: Option<&'a dyn AgentSwitcher>,
+}
+
+/// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
+pub trait AgentSwitcher: Send + Sync {
+    fn switch_agent(&self, agent: &str);
 }
 
 fn new_id(prefix: &str) -> String {
@@ -189,7 +199,7 @@ impl Turn<'_> {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
-        let system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
+        let mut system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
         let tools = self.tool_specs();
         let mut requests = 0;
         let mut compacted_on_overflow = false;
@@ -234,14 +244,41 @@ impl Turn<'_> {
                 return Ok(stop);
             }
             let cut_off = response.finish == FinishReason::Length;
+            let mut end_with = None;
             for call in &response.tool_calls {
-                let content = self.run_call(conversation, call, cut_off).await;
+                let (content, end_turn) = self.run_call(conversation, call, cut_off).await;
                 conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
+                end_with = end_with.or(end_turn);
+            }
+            if let Some(agent) = self.control.take_switch() {
+                self.switch_agent(&agent, &mut system);
             }
             if self.cancel.is_cancelled() {
                 return Ok(StopReason::Cancelled);
             }
+            if let Some(message) = end_with {
+                self.say(&message, &mut conversation.history);
+                return Ok(StopReason::EndTurn);
+            }
         }
+    }
+
+    /// Apply a switch a tool requested: the session changes mode, and the rest of the turn uses its prompt.
+    fn switch_agent(&self, agent: &str, system: &mut String) {
+        if let Some(switcher) = self.switcher {
+            switcher.switch_agent(agent);
+        }
+        *system = system_prompt::build(self.cwd, SystemTime::now(), agent == "plan");
+    }
+
+    /// A message from the agent itself (a question the editor could not ask): shown, saved and remembered.
+    fn say(&self, text: &str, history: &mut History) {
+        let message_id = new_id("msg");
+        self.sink.emit(AgentEvent::MessageChunk { message_id: message_id.clone(), text: text.to_string() });
+        if let Some(journal) = self.journal() {
+            journal.assistant(&message_id, &new_id("thought"), text, &None, &[]);
+        }
+        history.push(Message::Assistant { text: text.to_string(), reasoning: None, tool_calls: Vec::new() });
     }
 
     fn request(&self, system: &str, tools: &[ToolSpec], history: &History) -> Request {
@@ -441,6 +478,7 @@ impl Turn<'_> {
             plan: None,
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
+            control: self.control.clone(),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {
@@ -464,10 +502,15 @@ impl Turn<'_> {
         }
     }
 
-    /// Run one tool call and return the result text for the model.
-    async fn run_call(&self, conversation: &mut Conversation, call: &ToolCall, cut_off: bool) -> String {
+    /// Run one tool call and return the result text for the model, and a message to end the turn with.
+    async fn run_call(
+        &self,
+        conversation: &mut Conversation,
+        call: &ToolCall,
+        cut_off: bool,
+    ) -> (String, Option<String>) {
         if self.cancel.is_cancelled() {
-            return tool::Outcome::cancelled().output;
+            return (tool::Outcome::cancelled().output, None);
         }
         let prepared = prepare(call, cut_off, self.registry);
         let ui_id = conversation.ui_call_id(&call.id);
@@ -506,7 +549,7 @@ impl Turn<'_> {
             journal.tool_finished(&call.id, &ui_id, &output, outcome.is_error, &finished);
         }
         self.sink.emit(finished);
-        output
+        (output, outcome.end_turn)
     }
 }
 

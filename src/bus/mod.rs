@@ -17,6 +17,14 @@ pub enum Event {
     ToolExecuteAfter { session_id: String, call_id: String, tool: String, success: bool },
     /// `file.modified`: a tool wrote, created, moved or deleted a file.
     FileModified { session_id: String, call_id: String, path: PathBuf, operation: String },
+    /// `question.asked`: a tool put a question to the user.
+    QuestionAsked { session_id: String, call_id: String, question: String, options: Vec<String> },
+    /// `question.replied`: the question was answered (`None`: declined, closed, cancelled or not askable).
+    QuestionReplied { session_id: String, call_id: String, answer: Option<String> },
+    /// `session.agent.switched`: the session changed agent (mode) by itself (`plan_enter` / `plan_exit`).
+    AgentSwitched { session_id: String, agent: String },
+    /// `session.todos.updated`: the to-do list was replaced.
+    TodosUpdated { session_id: String, todos: Value },
     /// `provider.models`: the provider's model list was fetched (`None`: it could not be).
     ModelsListed { base_url: String, models: Option<Vec<String>> },
 }
@@ -29,6 +37,10 @@ impl Event {
             Event::ToolExecuteAfter { .. } => "tool.execute.after",
             Event::FileModified { .. } => "file.modified",
             Event::ModelsListed { .. } => "provider.models",
+            Event::QuestionAsked { .. } => "question.asked",
+            Event::QuestionReplied { .. } => "question.replied",
+            Event::AgentSwitched { .. } => "session.agent.switched",
+            Event::TodosUpdated { .. } => "session.todos.updated",
         }
     }
 }

@@ -4,6 +4,8 @@
 //! Owns the decision "may this run?". Must not know how the question reaches the user (the `acp` layer
 //! implements [`Approver`]) and must not execute anything itself.
 
+pub mod remembered;
+
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -56,6 +58,11 @@ impl Category {
             Category::DestructiveShell => "destructive-shell",
             Category::SecretShell => "secret-shell",
         }
+    }
+
+    /// Categories whose asks can never be answered "always allow".
+    pub fn always_asks(self) -> bool {
+        matches!(self, Category::DestructiveShell | Category::SecretShell)
     }
 
     pub fn parse(name: &str) -> Option<Category> {
@@ -176,18 +183,23 @@ pub enum Verdict {
     Cancelled,
 }
 
+/// The value `todowrite` is checked against under `edit`: it changes the session's plan, not a file.
+pub const TODOS_PATTERN: &str = "session:todos";
+
 /// The rules every agent (mode) starts from; user, project and remembered rules come after and win.
+/// Leaving plan mode asks, so the user approves the plan it shows.
 pub fn agent_rules(agent: &str) -> Vec<Rule> {
     let build = vec![
         Rule::new("*", "*", Action::Ask),
         Rule::new("read", "*", Action::Allow),
+        Rule::new("edit", TODOS_PATTERN, Action::Allow),
         Rule::new("plan_enter", "*", Action::Allow),
     ];
     match agent {
         "plan" => vec![
             Rule::new("*", "*", Action::Ask),
             Rule::new("read", "*", Action::Allow),
-            Rule::new("plan_exit", "*", Action::Allow),
+            Rule::new("edit", TODOS_PATTERN, Action::Allow),
             Rule::new("plan_enter", "*", Action::Deny),
         ],
         "accept-edits" => [build, vec![Rule::new("edit", "*", Action::Allow)]].concat(),
@@ -214,22 +226,16 @@ pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
     })
 }
 
-/// Where "always" answers are saved.
-struct Persist {
-    store: crate::store::Store,
-}
-
 /// The permission service of one session: the agent (mode) whose rules apply, rules from configuration, the
-/// rules remembered from "always" answers (saved per project), and the way to ask. Asks are serialised so two
-/// tool calls never interleave their questions; an "always" answer also settles the asks waiting behind it.
+/// rules remembered from "always" answers (shared by the project's sessions and saved), and the way to ask.
+/// Asks are serialised so two tool calls never interleave their questions; an "always" answer also settles the
+/// asks waiting behind it.
 pub struct Service {
     agent: std::sync::RwLock<String>,
-    project: String,
     config_rules: Vec<Rule>,
-    remembered: std::sync::RwLock<Vec<Rule>>,
+    remembered: Arc<remembered::Remembered>,
     approver: Option<Arc<dyn Approver>>,
     ask_lock: tokio::sync::Mutex<()>,
-    persist: std::sync::OnceLock<Persist>,
 }
 
 fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
@@ -247,21 +253,19 @@ fn write<T>(lock: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 }
 
 impl Service {
-    /// `project` is the session directory: remembered rules are scoped to it.
+    /// `remembered` holds the project's "always" rules (the project is the session directory).
     pub fn new(
         agent: &str,
-        project: &str,
+        remembered: Arc<remembered::Remembered>,
         config_rules: Vec<Rule>,
         approver: Option<Arc<dyn Approver>>,
     ) -> Self {
         Self {
             agent: std::sync::RwLock::new(agent.to_string()),
-            project: project.to_string(),
             config_rules,
-            remembered: std::sync::RwLock::new(Vec::new()),
+            remembered,
             approver,
             ask_lock: tokio::sync::Mutex::new(()),
-            persist: std::sync::OnceLock::new(),
         }
     }
 
@@ -273,24 +277,15 @@ impl Service {
         *write(&self.agent) = agent.to_string();
     }
 
-    /// Rules remembered earlier (loaded from the store).
-    pub fn remember_all(&self, rules: Vec<Rule>) {
-        *write(&self.remembered) = rules;
-    }
-
-    pub fn remembered(&self) -> Vec<Rule> {
-        read(&self.remembered)
-    }
-
-    /// Save future "always" answers to `store`.
-    pub fn persist_to(&self, store: crate::store::Store) {
-        let _ = self.persist.set(Persist { store });
+    /// The project's remembered rules (to list and revoke them).
+    pub fn remembered(&self) -> &Arc<remembered::Remembered> {
+        &self.remembered
     }
 
     fn ruleset(&self) -> Ruleset {
         let mut rules = agent_rules(&self.agent());
         rules.extend(self.config_rules.iter().cloned());
-        rules.extend(self.remembered());
+        rules.extend(self.remembered.list());
         Ruleset { rules }
     }
 
@@ -325,7 +320,7 @@ impl Service {
         if ask.presentation.patterns.is_empty() {
             return vec!["*".into()];
         }
-        let project = self.project.trim_end_matches('/');
+        let project = self.remembered.project().trim_end_matches('/');
         let mut patterns: Vec<String> = ask
             .presentation
             .patterns
@@ -339,23 +334,9 @@ impl Service {
         patterns
     }
 
-    fn remember(&self, ask: &Ask, action: Action) {
+    async fn remember(&self, ask: &Ask, action: Action) {
         for pattern in self.remembered_patterns(ask) {
-            let rule = Rule::new(ask.category.as_str(), &pattern, action);
-            write(&self.remembered)
-                .retain(|r| !(r.permission == rule.permission && r.pattern == rule.pattern));
-            write(&self.remembered).push(rule.clone());
-            if let Some(persist) = self.persist.get() {
-                let (project, at) = (self.project.clone(), crate::clock::now_millis());
-                let action = if action == Action::Allow { "allow" } else { "deny" };
-                persist.store.submit("a permission rule", move |c| {
-                    c.execute(
-                        "INSERT INTO permission_rules (project, permission, pattern, action, created_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (project, permission, pattern) DO UPDATE SET action = excluded.action, created_at = excluded.created_at",
-                        rusqlite::params![project, rule.permission, rule.pattern, action, at],
-                    )
-                    .map(|_| ())
-                });
-            }
+            self.remembered.add(Rule::new(ask.category.as_str(), &pattern, action)).await;
         }
     }
 
@@ -379,13 +360,15 @@ impl Service {
         }
         match approver.ask(ask).await {
             Reply::AllowOnce => Verdict::Allow,
+            // Destructive and secret-touching commands ask every time: "always" counts once for them.
+            Reply::AllowAlways if ask.category.always_asks() => Verdict::Allow,
             Reply::AllowAlways => {
-                self.remember(ask, Action::Allow);
+                self.remember(ask, Action::Allow).await;
                 Verdict::Allow
             }
             Reply::RejectOnce => Verdict::Rejected,
             Reply::RejectAlways => {
-                self.remember(ask, Action::Deny);
+                self.remember(ask, Action::Deny).await;
                 Verdict::Rejected
             }
             Reply::Cancelled => Verdict::Cancelled,
@@ -446,7 +429,8 @@ mod tests {
     }
 
     fn service(agent: &str, config: Vec<Rule>, approver: Option<Arc<Scripted>>) -> Service {
-        Service::new(agent, "/p", config, approver.map(|a| a as Arc<dyn Approver>))
+        let remembered = Arc::new(remembered::Remembered::new("/p"));
+        Service::new(agent, remembered, config, approver.map(|a| a as Arc<dyn Approver>))
     }
 
     fn scripted(replies: Vec<Reply>) -> Arc<Scripted> {
@@ -507,7 +491,7 @@ mod tests {
             vec!["/p/a.rs", "/elsewhere/c.rs", "git push", "git status"]
         );
         assert_eq!(
-            s.remembered(),
+            s.remembered().list(),
             vec![Rule::new("edit", "/p/**", Action::Allow), Rule::new("shell", "git push", Action::Deny)]
         );
     }
@@ -515,7 +499,7 @@ mod tests {
     #[tokio::test]
     async fn plan_mode_refuses_edits_and_commands_even_when_rules_allow_them() {
         let s = service("plan", vec![Rule::new("*", "*", Action::Allow)], None);
-        s.remember_all(vec![Rule::new("edit", "*", Action::Allow)]);
+        s.remembered().add(Rule::new("edit", "*", Action::Allow)).await;
         for category in [Category::Edit, Category::Shell, Category::DestructiveShell, Category::SecretShell] {
             assert!(matches!(s.check(&ask(category, "x")).await, Verdict::Denied { .. }), "{category:?}");
         }

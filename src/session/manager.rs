@@ -19,10 +19,12 @@ use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
 use crate::config::{Config, ConfigError, Sources};
 use crate::llm::openai::OpenAiClient;
-use crate::permission::{self, Rule};
+use crate::permission;
+use crate::permission::remembered::Remembered;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
+use crate::tool::control::Control;
 use crate::tool::files::{FileLocks, Files};
 use crate::tool::shell::tasks::Tasks;
 
@@ -54,6 +56,8 @@ pub struct Manager {
     store: tokio::sync::OnceCell<Result<Store, StoreError>>,
     /// Model ids by provider, fetched from `GET /models`.
     catalogue: Catalogue,
+    /// Remembered permission rules by project.
+    projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
 }
 
 impl Manager {
@@ -71,6 +75,7 @@ impl Manager {
             sessions: Mutex::new(HashMap::new()),
             store: tokio::sync::OnceCell::new(),
             catalogue: Catalogue::default(),
+            projects: tokio::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -100,21 +105,19 @@ impl Manager {
         lock(&self.sessions).get(id).cloned()
     }
 
-    async fn remembered_rules(&self, cwd: &Path) -> Vec<Rule> {
-        let Ok(store) = self.store().await else { return Vec::new() };
-        match store.rules(&cwd.display().to_string()).await {
-            Ok(rules) => rules
-                .into_iter()
-                .filter_map(|r| {
-                    let action = serde_json::from_value(Value::String(r.action)).ok()?;
-                    Some(Rule { permission: r.permission, pattern: r.pattern, action })
-                })
-                .collect(),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read remembered permission rules");
-                Vec::new()
-            }
+    /// The project's remembered permission rules, shared by its sessions; read from the store the first time.
+    async fn remembered(&self, project: &str) -> Arc<Remembered> {
+        let mut projects = self.projects.lock().await;
+        if let Some(known) = projects.get(project) {
+            return known.clone();
         }
+        let remembered = match self.store().await {
+            Ok(store) => Remembered::load(project, store).await,
+            Err(_) => Remembered::new(project),
+        };
+        let remembered = Arc::new(remembered);
+        projects.insert(project.to_string(), remembered.clone());
+        remembered
     }
 
     /// Build a live session around stored or fresh state.
@@ -137,14 +140,10 @@ impl Manager {
         };
         let perms = permission::Service::new(
             mode.id(),
-            &row.cwd,
+            self.remembered(&row.cwd).await,
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
-        perms.remember_all(self.remembered_rules(&cwd).await);
-        if let Some(store) = &store {
-            perms.persist_to(store.clone());
-        }
         let session = Arc::new(Session {
             id: row.id.clone(),
             files: Arc::new(Files::new(
@@ -162,7 +161,8 @@ impl Manager {
             registry: self.registry.clone(),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
-            settings_sink: Mutex::new(seams.settings),
+            settings_sink: Mutex::new(seams.settings.clone()),
+            control: Arc::new(Control::default()),
             bus: self.bus.clone(),
             store,
             settings: Mutex::new(settings),
@@ -175,7 +175,9 @@ impl Manager {
         });
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
+        session.control.set_asker(seams.asker.clone());
         session.watch_models();
+        session.watch_todos();
         session
     }
 
@@ -236,11 +238,12 @@ impl Manager {
         }
         let stored = store.messages(id).await?;
         let config = Config::load(&self.sources, cwd)?;
+        let todos = store.todos(id).await?;
         let mut events = Vec::new();
         if replay {
             events = journal::replay(&stored);
-            if let Some(todos) = store.todos(id).await? {
-                events.push(AgentEvent::Plan { items: todos });
+            if let Some(todos) = &todos {
+                events.push(AgentEvent::Plan { items: todos.clone() });
             }
             if let Some(used) = store.last_usage(id).await? {
                 let model = row.model.clone().unwrap_or_else(|| config.model.clone());
@@ -255,6 +258,9 @@ impl Manager {
         let (history, shown) = journal::rebuild(&stored);
         let conversation = Conversation::restored(history, shown);
         let session = self.assemble(&row, config, conversation, Vec::new(), seams).await;
+        if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
+            session.control.restore_todos(todos);
+        }
         Ok((session, events))
     }
 

@@ -6,6 +6,7 @@
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
+pub mod commands;
 pub mod manager;
 pub mod models;
 pub mod settings;
@@ -18,17 +19,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::event::CompactionStatus;
 use crate::agent::journal::Journal;
-use crate::agent::{AgentEvent, Conversation, EventSink, StopReason, Turn, TurnError};
-use crate::bus::Bus;
+use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink, StopReason, Turn, TurnError};
+use crate::bus::{Bus, Event};
 use crate::config::Config;
 use crate::llm::{ModelClient, UserPart};
 use crate::permission::{self, Approver};
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
+use crate::tool::control::{Asker, Control, Todo};
 use crate::tool::files::{ClientFs, Files};
 use crate::tool::shell::tasks::Tasks;
 use crate::tool::shell::terminal::ClientTerminals;
+pub use commands::COMMANDS;
+use commands::Command;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 
@@ -48,11 +52,9 @@ pub struct Seams {
     pub fs: Option<Arc<dyn ClientFs>>,
     /// The editor's terminals, when it offers them.
     pub terminals: Option<Arc<dyn ClientTerminals>>,
+    /// How questions reach the user; `None` sends them as messages and ends the turn.
+    pub asker: Option<Arc<dyn Asker>>,
 }
-
-/// The slash commands a session answers (besides ordinary prompts).
-pub const COMMANDS: [(&str, &str, Option<&str>); 1] =
-    [("compact", "Summarise older messages to free up the context window", None)];
 
 /// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
 pub fn derive_title(parts: &[UserPart]) -> Option<String> {
@@ -94,6 +96,8 @@ pub struct Session {
     terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Mutex<Arc<dyn EventSink>>,
     settings_sink: Mutex<Arc<dyn SettingsSink>>,
+    /// The to-do list, pending mode switch and question seam the tools share.
+    control: Arc<Control>,
     bus: Bus,
     store: Option<Store>,
     settings: Mutex<Settings>,
@@ -122,6 +126,27 @@ impl Session {
     pub fn rebind(&self, seams: &Seams) {
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
+        self.control.set_asker(seams.asker.clone());
+    }
+
+    /// Save the new to-do list, show it as the editor's plan, and announce it.
+    fn todos_changed(&self, todos: &[Todo]) {
+        let items = serde_json::to_value(todos).unwrap_or_default();
+        if let Some(store) = &self.store {
+            store.set_todos_later(&self.id, items.clone(), crate::clock::now_millis());
+        }
+        self.sink().emit(AgentEvent::Plan { items: items.clone() });
+        self.bus.publish(Event::TodosUpdated { session_id: self.id.clone(), todos: items });
+    }
+
+    /// Follow the to-do list's changes (set once the session is shared).
+    fn watch_todos(self: &Arc<Self>) {
+        let session = Arc::downgrade(self);
+        self.control.on_todos(Arc::new(move |todos| {
+            if let Some(session) = session.upgrade() {
+                session.todos_changed(todos);
+            }
+        }));
     }
 
     /// Tell the editor about a change it did not ask for (a mode switch by the agent, a new model list).
@@ -216,8 +241,13 @@ impl Session {
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
-        let result = match command(&input) {
-            Some("compact") => Ok(self.compact_command(&mut conversation, &cancel).await),
+        let result = match commands::parse(&input) {
+            Some(Command::Compact) => Ok(self.compact_command(&mut conversation, &cancel).await),
+            Some(Command::Permissions(args)) => {
+                let reply = commands::permissions(self.perms.remembered(), &args).await;
+                self.reply(&reply);
+                Ok(StopReason::EndTurn)
+            }
             _ => {
                 self.name_from(&input);
                 let settings = self.settings();
@@ -252,6 +282,8 @@ impl Session {
             bus: &self.bus,
             journal: self.store.as_ref().map(|s| Journal::new(s.clone(), &self.id)),
             cancel,
+            control: self.control.clone(),
+            switcher: Some(self),
         }
     }
 
@@ -269,11 +301,16 @@ impl Session {
             Some(_) => "Compacting failed; the conversation is unchanged.",
             None => "There is nothing to compact yet.",
         };
+        self.reply(reply);
+        if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
+    }
+
+    /// A command's answer, shown as an agent message.
+    fn reply(&self, text: &str) {
         self.sink().emit(AgentEvent::MessageChunk {
             message_id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
-            text: reply.into(),
+            text: text.into(),
         });
-        if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
     }
 
     /// Announce the model list to the editor whenever it grows, until the session closes.
@@ -311,14 +348,16 @@ impl Session {
     }
 }
 
-/// The slash command a prompt invokes, if it is one.
-fn command(input: &[UserPart]) -> Option<&str> {
-    match input {
-        [UserPart::Text(text)] => {
-            let name = text.trim().strip_prefix('/')?.split_whitespace().next()?;
-            COMMANDS.iter().map(|c| c.0).find(|c| *c == name)
-        }
-        _ => None,
+impl AgentSwitcher for Session {
+    fn switch_agent(&self, agent: &str) {
+        let Some(mode) = Mode::parse(agent) else {
+            tracing::warn!(agent, "ignoring a switch to an unknown agent");
+            return;
+        };
+        lock(&self.settings).mode = mode;
+        self.apply_settings();
+        self.announce_settings(true);
+        self.bus.publish(Event::AgentSwitched { session_id: self.id.clone(), agent: mode.id().to_string() });
     }
 }
 
@@ -350,12 +389,5 @@ mod tests {
             ]),
             Some("What does lib.rs return?".into())
         );
-    }
-
-    #[test]
-    fn only_known_slash_commands_are_commands() {
-        assert_eq!(command(&[UserPart::Text(" /compact ".into())]), Some("compact"));
-        assert_eq!(command(&[UserPart::Text("/unknown".into())]), None);
-        assert_eq!(command(&[UserPart::Text("compact".into())]), None);
     }
 }

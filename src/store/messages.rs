@@ -17,6 +17,19 @@ pub struct StoredMessage {
     pub created_at: i64,
 }
 
+fn write_todos(
+    c: &mut rusqlite::Connection,
+    session: &str,
+    items: &Value,
+    at: i64,
+) -> Result<(), rusqlite::Error> {
+    c.execute(
+        "INSERT INTO todos (session_id, items, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (session_id) DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
+        params![session, items.to_string(), at],
+    )
+    .map(|_| ())
+}
+
 /// Insert one message with its parts in a transaction, and bump the session's activity time.
 fn insert(
     c: &mut rusqlite::Connection,
@@ -94,14 +107,13 @@ impl Store {
 
     pub async fn set_todos(&self, session: &str, items: Value, at: i64) -> Result<(), StoreError> {
         let session = session.to_string();
-        self.call(move |c| {
-            c.execute(
-                "INSERT INTO todos (session_id, items, updated_at) VALUES (?1, ?2, ?3) ON CONFLICT (session_id) DO UPDATE SET items = excluded.items, updated_at = excluded.updated_at",
-                params![session, items.to_string(), at],
-            )
-            .map(|_| ())
-        })
-        .await
+        self.call(move |c| write_todos(c, &session, &items, at)).await
+    }
+
+    /// Replace a session's to-do list without waiting (in order with the other writes).
+    pub fn set_todos_later(&self, session: &str, items: Value, at: i64) {
+        let session = session.to_string();
+        self.submit("the to-do list", move |c| write_todos(c, &session, &items, at));
     }
 
     pub async fn todos(&self, session: &str) -> Result<Option<Value>, StoreError> {

@@ -17,7 +17,7 @@ pub struct StoredRule {
 }
 
 impl Store {
-    /// Remember a rule for `project`; the same (permission, pattern) is replaced.
+    /// Remember a rule for `project`; the same (permission, pattern) is replaced and moves to the end.
     pub async fn add_rule(
         &self,
         project: &str,
@@ -28,33 +28,56 @@ impl Store {
     ) -> Result<(), StoreError> {
         let values = (project.to_string(), permission.to_string(), pattern.to_string(), action.to_string());
         self.call(move |c| {
-            c.execute(
-                "INSERT INTO permission_rules (project, permission, pattern, action, created_at) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (project, permission, pattern) DO UPDATE SET action = excluded.action, created_at = excluded.created_at",
+            let tx = c.transaction()?;
+            tx.execute(
+                "DELETE FROM permission_rules WHERE project = ?1 AND permission = ?2 AND pattern = ?3",
+                params![values.0, values.1, values.2],
+            )?;
+            tx.execute(
+                "INSERT INTO permission_rules (project, permission, pattern, action, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![values.0, values.1, values.2, values.3, at],
-            )
-            .map(|_| ())
+            )?;
+            tx.commit()
         })
         .await
     }
 
-    /// The project's rules, oldest first.
+    /// The project's rules, in the order they were remembered.
     pub async fn rules(&self, project: &str) -> Result<Vec<StoredRule>, StoreError> {
         let project = project.to_string();
         self.call(move |c| {
-            let mut statement = c.prepare_cached("SELECT id, permission, pattern, action FROM permission_rules WHERE project = ?1 ORDER BY created_at, id")?;
+            let mut statement = c.prepare_cached(
+                "SELECT id, permission, pattern, action FROM permission_rules WHERE project = ?1 ORDER BY id",
+            )?;
             let rules = statement
-                .query_map([project], |r| Ok(StoredRule { id: r.get(0)?, permission: r.get(1)?, pattern: r.get(2)?, action: r.get(3)? }))?
+                .query_map([project], |r| {
+                    Ok(StoredRule {
+                        id: r.get(0)?,
+                        permission: r.get(1)?,
+                        pattern: r.get(2)?,
+                        action: r.get(3)?,
+                    })
+                })?
                 .collect::<Result<Vec<_>, _>>()?;
             Ok(rules)
         })
         .await
     }
 
-    pub async fn remove_rule(&self, project: &str, id: i64) -> Result<bool, StoreError> {
-        let project = project.to_string();
+    /// Forget the project's rule for (permission, pattern). Returns whether there was one.
+    pub async fn remove_rule(
+        &self,
+        project: &str,
+        permission: &str,
+        pattern: &str,
+    ) -> Result<bool, StoreError> {
+        let values = (project.to_string(), permission.to_string(), pattern.to_string());
         self.call(move |c| {
-            c.execute("DELETE FROM permission_rules WHERE project = ?1 AND id = ?2", params![project, id])
-                .map(|n| n > 0)
+            c.execute(
+                "DELETE FROM permission_rules WHERE project = ?1 AND permission = ?2 AND pattern = ?3",
+                params![values.0, values.1, values.2],
+            )
+            .map(|n| n > 0)
         })
         .await
     }
@@ -81,9 +104,10 @@ mod tests {
         let shown: Vec<(&str, &str, &str)> =
             rules.iter().map(|r| (r.permission.as_str(), r.pattern.as_str(), r.action.as_str())).collect();
         assert_eq!(shown, vec![("edit", "/p/src/**", "allow"), ("shell", "git commit", "deny")]);
-        assert!(store.remove_rule("/p", rules[0].id).await.unwrap());
+        assert!(store.remove_rule("/p", "edit", "/p/src/**").await.unwrap());
+        assert!(!store.remove_rule("/p", "edit", "/p/src/**").await.unwrap());
         assert!(
-            !store.remove_rule("/q", rules[1].id).await.unwrap(),
+            !store.remove_rule("/q", "shell", "git commit").await.unwrap(),
             "another project's rule is not touched"
         );
         assert_eq!(store.clear_rules("/p").await.unwrap(), 1);

@@ -11,6 +11,7 @@
 
 pub mod apply_patch;
 pub mod atomic;
+pub mod control;
 pub mod edit;
 pub mod files;
 pub mod format;
@@ -18,9 +19,12 @@ pub mod glob;
 pub mod grep;
 pub mod input;
 pub mod invalid;
+pub mod plan_switch;
+pub mod question;
 pub mod read;
 pub mod secrets;
 pub mod shell;
+pub mod todowrite;
 pub mod truncate;
 pub mod walk;
 pub mod write;
@@ -78,6 +82,9 @@ pub struct ToolOutput {
     pub bounded: bool,
     /// The call failed but has a full result (a command's non-zero exit): shown as failed, output kept.
     pub failed: bool,
+    /// End the turn after this tool round, showing this message to the user (a question the editor cannot
+    /// ask; the answer comes as the next prompt).
+    pub end_turn: Option<String>,
 }
 
 impl ToolOutput {
@@ -173,6 +180,8 @@ pub struct Context {
     pub tasks: Arc<shell::tasks::Tasks>,
     /// The editor's terminals, when commands should run there.
     pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
+    /// The session's to-do list, pending mode switch and question seam.
+    pub control: Arc<control::Control>,
 }
 
 impl Context {
@@ -223,6 +232,8 @@ pub struct Outcome {
     pub metadata: Value,
     /// The turn must end as cancelled.
     pub cancelled: bool,
+    /// The turn must end after this round, with this message to the user.
+    pub end_turn: Option<String>,
 }
 
 impl Outcome {
@@ -234,6 +245,7 @@ impl Outcome {
             locations: Vec::new(),
             metadata: Value::Null,
             cancelled: false,
+            end_turn: None,
         }
     }
 
@@ -271,6 +283,10 @@ impl Registry {
         registry.register(shell::shell_output::def());
         registry.register(shell::shell_tasks::def());
         registry.register(shell::kill_shell::def());
+        registry.register(todowrite::def());
+        registry.register(question::def());
+        registry.register(plan_switch::enter());
+        registry.register(plan_switch::exit());
         registry.register(invalid::def());
         registry
     }
@@ -414,6 +430,7 @@ impl Registry {
             locations,
             metadata: output.metadata,
             cancelled: false,
+            end_turn: output.end_turn,
         }
     }
 }

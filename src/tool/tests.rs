@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
+use crate::permission::remembered::Remembered;
 use crate::permission::{Rule, Service};
 
 fn def(id: &str, permission: Option<Category>, output: &'static str, bounded: bool) -> Def {
@@ -58,6 +59,7 @@ fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Context {
         plan: None,
         tasks: Arc::new(shell::tasks::Tasks::new(dir.join("tasks"))),
         terminals: None,
+        control: Default::default(),
     }
 }
 
@@ -80,7 +82,10 @@ async fn a_successful_call_publishes_before_and_after_and_applies_the_after_hook
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::default();
     registry.register(def("echo", Some(Category::Read), "out", false));
-    let mut ctx = context(dir.path(), Some(Arc::new(Service::new("build", "/p", vec![], None))));
+    let mut ctx = context(
+        dir.path(),
+        Some(Arc::new(Service::new("build", Arc::new(Remembered::new("/p")), vec![], None))),
+    );
     ctx.after_hook = Some(Arc::new(|tool, output| output.output.push_str(&format!(" (after {tool})"))));
     let mut events = ctx.bus.subscribe();
     let outcome = registry.execute("echo", ctx, json!({"x": 1})).await;
@@ -112,7 +117,10 @@ async fn a_denied_call_never_executes_and_names_the_rule() {
     let registry = Registry::default();
     registry.register(def("echo", Some(Category::Read), "out", false));
     let rules = vec![Rule::new("read", "p", permission::Action::Deny)];
-    let ctx = context(dir.path(), Some(Arc::new(Service::new("build", "/p", rules, None))));
+    let ctx = context(
+        dir.path(),
+        Some(Arc::new(Service::new("build", Arc::new(Remembered::new("/p")), rules, None))),
+    );
     let mut events = ctx.bus.subscribe();
     let outcome = registry.execute("echo", ctx, json!({})).await;
     assert_eq!(
@@ -164,7 +172,7 @@ async fn an_unknown_tool_lists_the_available_ones() {
     let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
     assert_eq!(
         outcome.output,
-        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell."
+        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
     );
     assert!(outcome.is_error);
 }

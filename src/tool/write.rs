@@ -124,6 +124,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         metadata: json!({"path": plan.path, "created": plan.old.is_none(), "lines": lines, "formatterError": written.formatter_error}),
         bounded: false,
         failed: false,
+        end_turn: None,
     })
 }
 

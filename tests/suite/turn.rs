@@ -184,7 +184,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     assert_eq!(tool_result(&messages, "m4"), "1\tx\n\n(End of file: 1 lines)");
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

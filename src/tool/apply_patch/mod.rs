@@ -269,5 +269,6 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         metadata: json!({"files": plan.steps.len()}),
         bounded: false,
         failed: false,
+        end_turn: None,
     })
 }

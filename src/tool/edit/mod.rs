@@ -199,5 +199,6 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         }),
         bounded: false,
         failed: false,
+        end_turn: None,
     })
 }

@@ -1,0 +1,148 @@
+//! The rules a project remembers from "always" answers: shared by every session of the project in this
+//! process, saved to the store so they survive restarts, and listed and revoked by number (`/permissions`).
+//!
+//! Owns the in-memory list and its persistence. Rule semantics (matching, scope) belong to the parent module.
+
+use std::sync::{OnceLock, RwLock};
+
+use super::{Action, Rule};
+use crate::store::Store;
+
+/// One project's remembered rules, oldest first.
+pub struct Remembered {
+    project: String,
+    rules: RwLock<Vec<Rule>>,
+    store: OnceLock<Store>,
+}
+
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Allow => "allow",
+        Action::Ask => "ask",
+        Action::Deny => "deny",
+    }
+}
+
+impl Remembered {
+    /// An empty list for `project` (the session directory), not saved anywhere yet.
+    pub fn new(project: &str) -> Self {
+        Self { project: project.to_string(), rules: RwLock::new(Vec::new()), store: OnceLock::new() }
+    }
+
+    /// The project's saved rules, kept in `store` from now on. Unreadable rows are skipped.
+    pub async fn load(project: &str, store: Store) -> Self {
+        let remembered = Self::new(project);
+        match store.rules(project).await {
+            Ok(rows) => {
+                let rules = rows
+                    .into_iter()
+                    .filter_map(|r| {
+                        let action = serde_json::from_value(serde_json::Value::String(r.action)).ok()?;
+                        Some(Rule { permission: r.permission, pattern: r.pattern, action })
+                    })
+                    .collect();
+                *write(&remembered.rules) = rules;
+            }
+            Err(e) => tracing::warn!(error = %e, "could not read remembered permission rules"),
+        }
+        let _ = remembered.store.set(store);
+        remembered
+    }
+
+    pub fn project(&self) -> &str {
+        &self.project
+    }
+
+    pub fn list(&self) -> Vec<Rule> {
+        match self.rules.read() {
+            Ok(rules) => rules.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Remember `rule`, replacing an earlier rule for the same permission and pattern.
+    pub async fn add(&self, rule: Rule) {
+        {
+            let mut rules = write(&self.rules);
+            rules.retain(|r| !(r.permission == rule.permission && r.pattern == rule.pattern));
+            rules.push(rule.clone());
+        }
+        if let Some(store) = self.store.get() {
+            let at = crate::clock::now_millis();
+            let saved = store
+                .add_rule(&self.project, &rule.permission, &rule.pattern, action_name(rule.action), at)
+                .await;
+            if let Err(e) = saved {
+                tracing::error!(error = %e, "could not save a permission rule");
+            }
+        }
+    }
+
+    /// Forget rule `number` (1-based, as listed). Returns it, or `None` when there is no such rule.
+    pub async fn revoke(&self, number: usize) -> Option<Rule> {
+        let rule = {
+            let mut rules = write(&self.rules);
+            if number == 0 || number > rules.len() {
+                return None;
+            }
+            rules.remove(number - 1)
+        };
+        if let Some(store) = self.store.get()
+            && let Err(e) = store.remove_rule(&self.project, &rule.permission, &rule.pattern).await
+        {
+            tracing::error!(error = %e, "could not forget a permission rule");
+        }
+        Some(rule)
+    }
+
+    /// Forget every rule. Returns how many there were.
+    pub async fn clear(&self) -> usize {
+        let count = std::mem::take(&mut *write(&self.rules)).len();
+        if let Some(store) = self.store.get()
+            && let Err(e) = store.clear_rules(&self.project).await
+        {
+            tracing::error!(error = %e, "could not forget the permission rules");
+        }
+        count
+    }
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    match lock.write() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn rules_survive_a_reload_and_revoking_or_clearing_reaches_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let first = Remembered::load("/p", store.clone()).await;
+        first.add(Rule::new("shell", "git commit", Action::Allow)).await;
+        first.add(Rule::new("edit", "/p/**", Action::Allow)).await;
+        first.add(Rule::new("shell", "git commit", Action::Deny)).await;
+        first.add(Rule::new("shell", "git push", Action::Deny)).await;
+        let reloaded = Remembered::load("/p", store.clone()).await;
+        assert_eq!(
+            reloaded.list(),
+            vec![
+                Rule::new("edit", "/p/**", Action::Allow),
+                Rule::new("shell", "git commit", Action::Deny),
+                Rule::new("shell", "git push", Action::Deny),
+            ]
+        );
+        assert_eq!(reloaded.revoke(2).await, Some(Rule::new("shell", "git commit", Action::Deny)));
+        assert_eq!(reloaded.revoke(9).await, None);
+        assert_eq!(reloaded.revoke(0).await, None);
+        let again = Remembered::load("/p", store.clone()).await;
+        assert_eq!(again.list().len(), 2);
+        assert_eq!(again.clear().await, 2);
+        assert_eq!(Remembered::load("/p", store.clone()).await.list(), vec![]);
+        assert_eq!(Remembered::load("/other", store).await.list(), vec![]);
+    }
+}

@@ -1,0 +1,179 @@
+//! What tools may change about their session besides files: the to-do list (`todowrite`), a pending switch of
+//! agent (`plan_enter` / `plan_exit`), and the way to put a question to the user (`question`).
+//!
+//! Owns that shared state and the seams the session plugs in (a hook that saves and shows the to-do list, the
+//! [`Asker`]). Must not know how the session persists or how the editor asks.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+/// The state of a to-do item. `completed` is accepted for `done`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    #[serde(alias = "completed")]
+    Done,
+}
+
+/// How much an item matters. `medium` is accepted for `normal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    High,
+    #[default]
+    #[serde(alias = "medium")]
+    Normal,
+    Low,
+}
+
+/// One item of the session's to-do list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Todo {
+    pub content: String,
+    pub status: TodoStatus,
+    #[serde(default)]
+    pub priority: Priority,
+}
+
+/// Called with the whole list after every change (to save it and show it).
+pub type TodoHook = Arc<dyn Fn(&[Todo]) + Send + Sync>;
+
+/// A question for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    pub call_id: String,
+    pub question: String,
+    /// Choices; empty for a free-text answer.
+    pub options: Vec<String>,
+}
+
+/// What came back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Text(String),
+    /// The user said no.
+    Declined,
+    /// The user closed the question without answering.
+    Dismissed,
+    /// The turn was cancelled while the question was open.
+    Cancelled,
+    /// The editor cannot ask this question; it must go out as a message and the turn must end.
+    Unavailable,
+}
+
+/// The seam to the user for questions. Implemented by the `acp` layer.
+pub trait Asker: Send + Sync {
+    fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Answer>;
+}
+
+/// One session's tool-visible state.
+#[derive(Default)]
+pub struct Control {
+    todos: Mutex<Vec<Todo>>,
+    on_todos: RwLock<Option<TodoHook>>,
+    pending_switch: Mutex<Option<String>>,
+    asker: RwLock<Option<Arc<dyn Asker>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn read<T: Clone>(lock: &RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+fn write<T>(lock: &RwLock<T>, value: T) {
+    match lock.write() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
+    }
+}
+
+impl Control {
+    pub fn todos(&self) -> Vec<Todo> {
+        lock(&self.todos).clone()
+    }
+
+    /// Put back a saved list (on load), without announcing it.
+    pub fn restore_todos(&self, todos: Vec<Todo>) {
+        *lock(&self.todos) = todos;
+    }
+
+    /// Replace the whole list, announce it, and return the list it replaced.
+    pub fn set_todos(&self, todos: Vec<Todo>) -> Vec<Todo> {
+        let previous = std::mem::replace(&mut *lock(&self.todos), todos.clone());
+        if let Some(hook) = read(&self.on_todos) {
+            hook(&todos);
+        }
+        previous
+    }
+
+    pub fn on_todos(&self, hook: TodoHook) {
+        write(&self.on_todos, Some(hook));
+    }
+
+    /// Ask for a switch to `agent` once the current tool round is over.
+    pub fn request_switch(&self, agent: &str) {
+        *lock(&self.pending_switch) = Some(agent.to_string());
+    }
+
+    /// The switch to apply now, if one was requested.
+    pub fn take_switch(&self) -> Option<String> {
+        lock(&self.pending_switch).take()
+    }
+
+    pub fn set_asker(&self, asker: Option<Arc<dyn Asker>>) {
+        write(&self.asker, asker);
+    }
+
+    pub fn asker(&self) -> Option<Arc<dyn Asker>> {
+        read(&self.asker)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn todo_items_accept_common_synonyms_and_default_to_normal_priority() {
+        let items: Vec<Todo> = serde_json::from_value(serde_json::json!([
+            {"content": "a", "status": "completed", "priority": "medium"},
+            {"content": "b", "status": "in_progress"},
+        ]))
+        .unwrap();
+        assert_eq!(
+            items,
+            vec![
+                Todo { content: "a".into(), status: TodoStatus::Done, priority: Priority::Normal },
+                Todo { content: "b".into(), status: TodoStatus::InProgress, priority: Priority::Normal },
+            ]
+        );
+    }
+
+    #[test]
+    fn every_change_reaches_the_hook_and_a_switch_is_taken_once() {
+        let control = Control::default();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        control.on_todos(Arc::new(move |todos| sink.lock().unwrap().push(todos.len())));
+        let item = Todo { content: "x".into(), status: TodoStatus::Pending, priority: Priority::High };
+        assert_eq!(control.set_todos(vec![item.clone()]), vec![]);
+        assert_eq!(control.set_todos(vec![]), vec![item]);
+        assert_eq!(*seen.lock().unwrap(), vec![1, 0]);
+        control.request_switch("plan");
+        assert_eq!(control.take_switch(), Some("plan".into()));
+        assert_eq!(control.take_switch(), None);
+    }
+}

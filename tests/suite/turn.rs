@@ -79,7 +79,11 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
             "monitor",
             "shell_output",
             "shell_tasks",
-            "kill_shell"
+            "kill_shell",
+            "todowrite",
+            "question",
+            "plan_enter",
+            "plan_exit"
         ]
     );
     let messages = h.model.messages(0);

@@ -125,22 +125,86 @@ async fn a_cancelled_or_failed_ask_ends_the_turn_as_cancelled_without_running_th
 #[tokio::test]
 async fn a_session_cancel_while_an_ask_is_pending_ends_the_turn_and_the_tool_never_runs() {
     let h = harness(vec![calls(&[("m1", "mark", r#"{"path": "a.rs"}"#)])]).await;
-    // No scripted answer: the ask stays open until the test cancels.
-    h.client.log.answers.lock().unwrap().clear();
+    // The user has not decided yet: the ask stays open until the test cancels (and then answers `cancelled`).
+    h.client.answer_permissions(&[Answer::Hold]);
     let session = h.session().await;
     let turn = h.client.prompt_later(&session, "mark");
-    h.client.wait_for("the ask", |u| u.iter().any(|n| n["update"]["toolCallId"] == "m1")).await;
-    let asked = async {
-        loop {
-            if !h.client.log.permission_requests.lock().unwrap().is_empty() {
-                break;
-            }
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(crate::support::client::PATIENCE, asked).await.unwrap();
+    h.client.wait_log("the open ask", |log| !log.held.lock().unwrap().is_empty()).await;
     h.client.cancel(&session);
     assert_eq!(stop(&turn.await.unwrap().unwrap()), json!("cancelled"));
     let updates = h.transcript(&session);
     assert!(!updates.iter().any(|u| u["toolCallId"] == "m1" && u["status"] == "in_progress"));
+    assert_eq!(finished(&updates, "m1")["status"], "failed");
+    h.model.assert_done();
+}
+
+/// The text of every agent message chunk of `session`, joined.
+fn said(h: &Harness, session: &agent_client_protocol::v1::schema::SessionId) -> Vec<String> {
+    h.client
+        .updates(session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn always_allow_survives_a_restart_and_the_permissions_command_lists_and_revokes_it() {
+    let mut h = harness(vec![]).await;
+    let path = |p: &str| h.cwd.join(p).display().to_string();
+    let (a, b, c) = (path("a.rs"), path("b.rs"), path("c.rs"));
+    h.model.script(vec![calls(&[("m1", "mark", &json!({"path": a}).to_string())]), answer(&["ok"])]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    let first = h.session().await;
+    h.client.prompt(&first, "mark a").await.unwrap();
+
+    h.restart().await;
+    h.model.script(vec![calls(&[("m2", "mark", &json!({"path": b}).to_string())]), answer(&["ok"])]);
+    let session = h.session().await;
+    h.client.prompt(&session, "mark b").await.unwrap();
+    assert_eq!(h.client.log.permission_requests.lock().unwrap().len(), 0, "remembered across the restart");
+    assert_eq!(tool_result(&h.model.messages(3), "m2"), format!("marked {b}"));
+
+    h.client.prompt(&session, "/permissions").await.unwrap();
+    h.client.prompt(&session, "/permissions revoke 1").await.unwrap();
+    h.client.prompt(&session, "/permissions").await.unwrap();
+    let project = h.cwd.display().to_string();
+    assert_eq!(
+        said(&h, &session)[1..],
+        [
+            format!(
+                "Permissions remembered for `{project}`:\n1. allow `edit` for `{project}/**`\n\n`/permissions revoke N` forgets one; `/permissions clear` forgets them all."
+            ),
+            format!("Forgot rule 1 (allow `edit` for `{project}/**`); such calls ask again."),
+            format!(
+                "No permissions are remembered for `{project}`. Answering an ask with \"Always allow\" or \"Always reject\" adds one."
+            ),
+        ]
+    );
+
+    h.model.script(vec![calls(&[("m3", "mark", &json!({"path": c}).to_string())]), answer(&["ok"])]);
+    h.client.answer_permissions(&[Answer::Pick(K::RejectOnce)]);
+    h.client.prompt(&session, "mark c").await.unwrap();
+    assert_eq!(h.client.log.permission_requests.lock().unwrap().len(), 1, "asks again after the revoke");
+    h.restart().await;
+    h.client.prompt(&h.session().await, "/permissions").await.unwrap_or_else(|e| panic!("{e:?}"));
+    let db = rusqlite::Connection::open(h.data.join("tinycode.db")).unwrap();
+    let rules: i64 = db.query_row("SELECT COUNT(*) FROM permission_rules", [], |r| r.get(0)).unwrap();
+    assert_eq!(rules, 0, "the revoke reached the database");
+    h.model.assert_done();
+}
+
+#[tokio::test]
+async fn destructive_commands_never_offer_always_allow() {
+    let h = Harness::start(vec![
+        calls(&[("b1", "bash", &json!({"command": "rm -rf build"}).to_string())]),
+        answer(&["kept"]),
+    ])
+    .await;
+    h.client.answer_permissions(&[Answer::Pick(K::RejectOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "clean").await.unwrap();
+    let asks = h.client.log.permission_requests.lock().unwrap().clone();
+    let options: Vec<String> = asks[0].options.iter().map(|o| o.option_id.0.to_string()).collect();
+    assert_eq!(options, vec!["allow_once", "reject_once", "reject_always"]);
 }

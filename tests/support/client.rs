@@ -26,9 +26,24 @@ pub const PATIENCE: Duration = Duration::from_secs(20);
 /// How the test client answers `session/request_permission`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Answer {
+    /// The first option of this kind.
     Pick(acp::PermissionOptionKind),
+    /// The option with this id.
+    Option(&'static str),
     Cancelled,
     /// Answer with a JSON-RPC error.
+    Fail,
+    /// Leave the ask open, as a user who has not decided yet; `cancel` answers it `cancelled`, as Zed does.
+    Hold,
+}
+
+/// How the test client answers `elicitation/create`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elicit {
+    /// Accept with this value for the `answer` field.
+    Accept(&'static str),
+    Decline,
+    Cancel,
     Fail,
 }
 
@@ -41,6 +56,10 @@ pub struct Log {
     pub permission_requests: Mutex<Vec<acp::RequestPermissionRequest>>,
     pub answers: Mutex<VecDeque<Answer>>,
     pub before_answer: Mutex<Option<BeforeAnswer>>,
+    /// Asks left open by [`Answer::Hold`].
+    pub held: Mutex<Vec<agent_client_protocol::v1::Responder<acp::RequestPermissionResponse>>>,
+    pub elicitations: Mutex<Vec<acp::CreateElicitationRequest>>,
+    pub elicit_answers: Mutex<VecDeque<Elicit>>,
     /// Editor buffers that differ from disk (unsaved changes), by path.
     pub buffers: Mutex<std::collections::BTreeMap<PathBuf, String>>,
     /// Every `fs/read_text_file` path and `fs/write_text_file` (path, content), in order.
@@ -152,7 +171,8 @@ impl TestClient {
         let (log1, log2, log3, log4) = (log.clone(), log.clone(), log.clone(), log.clone());
         let (log5, log6, log7, log8, log9) =
             (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
-        let (tx1, tx2) = (changed_tx.clone(), changed_tx.clone());
+        let (tx1, tx2, tx3) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
+        let log10 = log.clone();
         tokio::spawn(async move {
             let result = Client
                 .v1()
@@ -181,6 +201,20 @@ impl TestClient {
                                 acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
                                     id,
                                 ))
+                            }
+                            Some(Answer::Option(id)) => {
+                                assert!(
+                                    options.iter().any(|o| o.option_id.0.as_ref() == id),
+                                    "no option {id}"
+                                );
+                                acp::RequestPermissionOutcome::Selected(acp::SelectedPermissionOutcome::new(
+                                    id.to_string(),
+                                ))
+                            }
+                            Some(Answer::Hold) => {
+                                log2.held.lock().unwrap().push(responder);
+                                bump(&tx2);
+                                return Ok(());
                             }
                             Some(Answer::Cancelled) => acp::RequestPermissionOutcome::Cancelled,
                             Some(Answer::Fail) | None => {
@@ -284,6 +318,31 @@ impl TestClient {
                     },
                     agent_client_protocol::on_receive_request!(),
                 )
+                .on_receive_request(
+                    async move |request: acp::CreateElicitationRequest, responder, _cx| {
+                        let answer = log10.elicit_answers.lock().unwrap().pop_front();
+                        log10.elicitations.lock().unwrap().push(request);
+                        bump(&tx3);
+                        let action = match answer {
+                            Some(Elicit::Accept(text)) => {
+                                let content = std::collections::BTreeMap::from([(
+                                    "answer".to_string(),
+                                    acp::ElicitationContentValue::from(text),
+                                )]);
+                                acp::ElicitationAction::Accept(
+                                    acp::ElicitationAcceptAction::new().content(content),
+                                )
+                            }
+                            Some(Elicit::Decline) => acp::ElicitationAction::Decline,
+                            Some(Elicit::Cancel) => acp::ElicitationAction::Cancel,
+                            Some(Elicit::Fail) | None => {
+                                return responder.respond_with_error(Error::internal_error());
+                            }
+                        };
+                        responder.respond(acp::CreateElicitationResponse::new(action))
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
                 .connect_with(
                     ByteStreams::new(client_write.compat_write(), client_read.compat()),
                     async move |cx| {
@@ -346,6 +405,25 @@ impl TestClient {
 
     pub fn cancel(&self, session: &acp::SessionId) {
         self.cx.send_notification(acp::CancelNotification::new(session.clone())).unwrap();
+        for held in self.log.held.lock().unwrap().drain(..) {
+            let _ =
+                held.respond(acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Cancelled));
+        }
+    }
+
+    /// Wait until `condition` holds over the client's log (asks, elicitations, fs and terminal calls).
+    pub async fn wait_log(&self, what: &str, condition: impl Fn(&Log) -> bool) {
+        let mut changed = self.changed.clone();
+        let wait = async {
+            while !condition(&self.log) {
+                if changed.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(PATIENCE, wait).await.is_err() {
+            panic!("timed out waiting for {what}; updates: {:#?}", self.updates_json());
+        }
     }
 
     pub fn answer_permissions(&self, answers: &[Answer]) {

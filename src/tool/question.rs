@@ -1,7 +1,7 @@
 //! `question` (seed 000 §8.3): put a question to the user and wait for the answer or the turn's cancellation.
-//! Publishes `question.asked` and `question.replied`. How the question reaches the user is the [`Asker`]'s
-//! business; when the editor has no way to ask, the question goes out as a message and the turn ends, so the
-//! answer arrives as the next prompt.
+//! Publishes `question.asked` and `question.replied`. How the question reaches the user is the business of
+//! `control::Asker`; when the editor has no way to ask, the question goes out as a message and the turn ends,
+//! so the answer arrives as the next prompt.
 //!
 //! Owns the tool. The asking belongs to the `acp` layer.
 

@@ -138,16 +138,6 @@ async fn a_session_cancel_while_an_ask_is_pending_ends_the_turn_and_the_tool_nev
     h.model.assert_done();
 }
 
-/// The text of every agent message chunk of `session`, joined.
-fn said(h: &Harness, session: &agent_client_protocol::v1::schema::SessionId) -> Vec<String> {
-    h.client
-        .updates(session)
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn always_allow_survives_a_restart_and_the_permissions_command_lists_and_revokes_it() {
     let mut h = harness(vec![]).await;
@@ -170,7 +160,7 @@ async fn always_allow_survives_a_restart_and_the_permissions_command_lists_and_r
     h.client.prompt(&session, "/permissions").await.unwrap();
     let project = h.cwd.display().to_string();
     assert_eq!(
-        said(&h, &session)[1..],
+        h.said(&session)[1..],
         [
             format!(
                 "Permissions remembered for `{project}`:\n1. allow `edit` for `{project}/**`\n\n`/permissions revoke N` forgets one; `/permissions clear` forgets them all."

@@ -31,15 +31,6 @@ async fn with_forms(script: Vec<Reply>) -> Harness {
     Setup::new(script).capabilities(forms()).start().await
 }
 
-fn said(h: &Harness, session: &acp::SessionId) -> Vec<String> {
-    h.client
-        .updates(session)
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test]
 async fn a_free_text_question_becomes_a_form_and_the_answer_reaches_the_model() {
     let h = with_forms(vec![ask("Which branch should I target?", &[]), answer(&["Targeting main."])]).await;
@@ -156,7 +147,7 @@ async fn without_forms_a_free_text_question_is_said_and_the_turn_ends_for_the_an
     let session = h.session().await;
     let response = h.client.prompt(&session, "add a command").await.unwrap();
     assert_eq!(stop(&response), json!("end_turn"));
-    assert_eq!(said(&h, &session), vec!["What should the new command be called?"]);
+    assert_eq!(h.said(&session), vec!["What should the new command be called?"]);
     assert_eq!(h.model.requests().len(), 1, "the turn ended without asking the model again");
 
     h.client.prompt(&session, "call it sync").await.unwrap();
@@ -192,6 +183,6 @@ async fn a_form_the_editor_fails_to_show_falls_back_to_a_message_and_ends_the_tu
     h.client.log.elicit_answers.lock().unwrap().push_back(Elicit::Fail);
     let session = h.session().await;
     assert_eq!(stop(&h.client.prompt(&session, "serve").await.unwrap()), json!("end_turn"));
-    assert_eq!(said(&h, &session), vec!["Which port?\n1. 8080\n2. 9090"]);
+    assert_eq!(h.said(&session), vec!["Which port?\n1. 8080\n2. 9090"]);
     h.model.assert_done();
 }

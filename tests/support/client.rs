@@ -598,6 +598,16 @@ impl Harness {
         self.client.new_session(&self.cwd).await
     }
 
+    /// The text of every agent message chunk of `session`, in order.
+    pub fn said(&self, session: &acp::SessionId) -> Vec<String> {
+        self.client
+            .updates(session)
+            .iter()
+            .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+            .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
         let sources = sources(&self.model.base_url, &self.data, &self._root.path().join("config"));

@@ -120,6 +120,7 @@ pub async fn new_session(
     if let Some(client) = made {
         advertise_commands(&client);
     }
+    session.refresh_models();
     Ok(())
 }
 
@@ -151,6 +152,7 @@ pub async fn load_session(
             let (modes, options) = state_of(&session);
             responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
             advertise_commands(&client);
+            session.refresh_models();
             Ok(())
         }
         Err(e) => responder.respond_with_error(e),
@@ -168,6 +170,7 @@ pub async fn resume_session(
             let (modes, options) = state_of(&session);
             responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
             advertise_commands(&client);
+            session.refresh_models();
             Ok(())
         }
         Err(e) => responder.respond_with_error(e),

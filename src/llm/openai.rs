@@ -418,7 +418,11 @@ impl OpenAiClient {
 
 /// The model ids the provider offers (`GET {base}/models`). Bounded by the connect timeout; never retried.
 pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
-    let mut builder = http()?.get(format!("{}/models", config.base_url.trim_end_matches('/')));
+    // The first use builds the client (TLS roots and all): do that off the runtime's threads.
+    let client = tokio::task::spawn_blocking(http)
+        .await
+        .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))??;
+    let mut builder = client.get(format!("{}/models", config.base_url.trim_end_matches('/')));
     if let Some(key) = &config.api_key {
         builder = builder.bearer_auth(key);
     }

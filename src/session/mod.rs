@@ -313,6 +313,11 @@ impl Session {
         });
     }
 
+    /// Fetch the provider's model list in the background (after the editor has the session), unless done.
+    pub fn refresh_models(&self) {
+        self.models.refresh();
+    }
+
     /// Announce the model list to the editor whenever it grows, until the session closes.
     fn watch_models(self: &Arc<Self>) {
         let mut changes = self.models.subscribe();

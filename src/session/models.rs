@@ -1,6 +1,7 @@
 //! The models a session can pick: the configured ones plus whatever the provider's `GET /models` answers,
-//! fetched per provider in the background so `session/new` never waits on the network. A failed fetch is tried
-//! again by the next session. Sessions watch their list and announce it when it grows.
+//! fetched per provider in the background, once the editor has its session (so `session/new` never waits on
+//! the network, nor on building the HTTP client). A failed fetch is tried again by the next session. Sessions
+//! watch their list and announce it when it grows.
 //!
 //! Owns the model-list cache. Must not touch session settings.
 
@@ -27,15 +28,41 @@ pub struct ModelList {
     ids: Mutex<Vec<String>>,
     fetch: Mutex<Fetch>,
     changed: watch::Sender<u64>,
+    /// The provider, for fetching.
+    config: Mutex<Option<Config>>,
+    bus: Mutex<Option<Bus>>,
 }
 
 impl ModelList {
     fn new() -> Self {
-        Self { ids: Mutex::new(Vec::new()), fetch: Mutex::new(Fetch::Idle), changed: watch::channel(0).0 }
+        Self {
+            ids: Mutex::new(Vec::new()),
+            fetch: Mutex::new(Fetch::Idle),
+            changed: watch::channel(0).0,
+            config: Mutex::new(None),
+            bus: Mutex::new(None),
+        }
     }
 
     pub fn get(&self) -> Vec<String> {
         lock(&self.ids).clone()
+    }
+
+    /// Fetch the provider's list in the background, unless a fetch ran or runs.
+    pub fn refresh(self: &Arc<Self>) {
+        let start = {
+            let mut fetch = lock(&self.fetch);
+            let idle = *fetch == Fetch::Idle;
+            if idle {
+                *fetch = Fetch::Running;
+            }
+            idle
+        };
+        let provider = lock(&self.config).clone().zip(lock(&self.bus).clone());
+        if let (true, Some((config, bus))) = (start, provider) {
+            let list = self.clone();
+            tokio::spawn(async move { fetch(&list, &config, &bus).await });
+        }
     }
 
     /// Fires whenever the list grows.
@@ -68,25 +95,15 @@ pub struct Catalogue {
 }
 
 impl Catalogue {
-    /// The list for `config`'s provider, holding its configured models; starts a fetch unless one ran or runs.
+    /// The list for `config`'s provider, holding its configured models (call [`ModelList::refresh`] to fetch).
     pub fn for_provider(&self, config: &Config, bus: &Bus) -> Arc<ModelList> {
         let list = lock(&self.lists)
             .entry(config.base_url.clone())
             .or_insert_with(|| Arc::new(ModelList::new()))
             .clone();
         list.extend(&configured(config));
-        let start = {
-            let mut fetch = lock(&list.fetch);
-            let idle = *fetch == Fetch::Idle;
-            if idle {
-                *fetch = Fetch::Running;
-            }
-            idle
-        };
-        if start {
-            let (list, config, bus) = (list.clone(), config.clone(), bus.clone());
-            tokio::spawn(async move { fetch(&list, &config, &bus).await });
-        }
+        lock(&list.config).get_or_insert_with(|| config.clone());
+        lock(&list.bus).get_or_insert_with(|| bus.clone());
         list
     }
 }

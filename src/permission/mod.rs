@@ -81,6 +81,16 @@ pub enum Action {
     Deny,
 }
 
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Allow => "allow",
+            Action::Ask => "ask",
+            Action::Deny => "deny",
+        }
+    }
+}
+
 /// One rule. `permission` is a category name or `*`; `pattern` is a path glob, a command prefix or a host
 /// (depending on the category), or `*` for everything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

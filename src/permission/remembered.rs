@@ -5,7 +5,7 @@
 
 use std::sync::{OnceLock, RwLock};
 
-use super::{Action, Rule};
+use super::Rule;
 use crate::store::Store;
 
 /// One project's remembered rules, oldest first.
@@ -13,14 +13,6 @@ pub struct Remembered {
     project: String,
     rules: RwLock<Vec<Rule>>,
     store: OnceLock<Store>,
-}
-
-fn action_name(action: Action) -> &'static str {
-    match action {
-        Action::Allow => "allow",
-        Action::Ask => "ask",
-        Action::Deny => "deny",
-    }
 }
 
 impl Remembered {
@@ -70,7 +62,7 @@ impl Remembered {
         if let Some(store) = self.store.get() {
             let at = crate::clock::now_millis();
             let saved = store
-                .add_rule(&self.project, &rule.permission, &rule.pattern, action_name(rule.action), at)
+                .add_rule(&self.project, &rule.permission, &rule.pattern, rule.action.as_str(), at)
                 .await;
             if let Err(e) = saved {
                 tracing::error!(error = %e, "could not save a permission rule");
@@ -117,6 +109,7 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::permission::Action;
 
     #[tokio::test]
     async fn rules_survive_a_reload_and_revoking_or_clearing_reaches_the_store() {

@@ -4,7 +4,6 @@
 //! Owns parsing and the texts of the answers. Compaction itself belongs to the turn.
 
 use crate::llm::UserPart;
-use crate::permission::Action;
 use crate::permission::remembered::Remembered;
 
 /// The commands as advertised: name, description, input hint.
@@ -44,8 +43,13 @@ fn listing(remembered: &Remembered) -> String {
     }
     let mut text = format!("Permissions remembered for `{}`:\n", remembered.project());
     for (n, rule) in rules.iter().enumerate() {
-        let action = if rule.action == Action::Deny { "deny" } else { "allow" };
-        text.push_str(&format!("{}. {action} `{}` for `{}`\n", n + 1, rule.permission, rule.pattern));
+        text.push_str(&format!(
+            "{}. {} `{}` for `{}`\n",
+            n + 1,
+            rule.action.as_str(),
+            rule.permission,
+            rule.pattern
+        ));
     }
     text.push_str("\n`/permissions revoke N` forgets one; `/permissions clear` forgets them all.");
     text
@@ -65,7 +69,7 @@ pub async fn permissions(remembered: &Remembered, args: &[String]) -> String {
             Ok(n) => match remembered.revoke(n).await {
                 Some(rule) => format!(
                     "Forgot rule {n} ({} `{}` for `{}`); such calls ask again.",
-                    if rule.action == Action::Deny { "deny" } else { "allow" },
+                    rule.action.as_str(),
                     rule.permission,
                     rule.pattern
                 ),
@@ -83,7 +87,7 @@ pub async fn permissions(remembered: &Remembered, args: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::Rule;
+    use crate::permission::{Action, Rule};
 
     fn text(t: &str) -> Vec<UserPart> {
         vec![UserPart::Text(t.into())]

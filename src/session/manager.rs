@@ -239,9 +239,14 @@ impl Manager {
         let stored = store.messages(id).await?;
         let config = Config::load(&self.sources, cwd)?;
         let todos = store.todos(id).await?;
-        let mut events = Vec::new();
+        // Decoding a long conversation is CPU work: keep it off the async runtime.
+        let (mut events, (history, shown)) = tokio::task::spawn_blocking(move || {
+            let events = if replay { journal::replay(&stored) } else { Vec::new() };
+            (events, journal::rebuild(&stored))
+        })
+        .await
+        .map_err(|e| StoreError::Sql(format!("the stored conversation could not be read: {e}")))?;
         if replay {
-            events = journal::replay(&stored);
             if let Some(todos) = &todos {
                 events.push(AgentEvent::Plan { items: todos.clone() });
             }
@@ -255,7 +260,6 @@ impl Manager {
             live.rebind(&seams);
             return Ok((live, events));
         }
-        let (history, shown) = journal::rebuild(&stored);
         let conversation = Conversation::restored(history, shown);
         let session = self.assemble(&row, config, conversation, Vec::new(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {

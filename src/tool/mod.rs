@@ -196,6 +196,16 @@ impl Context {
         }
     }
 
+    /// Announce on the bus that this call changed `path` (`file.modified`).
+    pub fn file_modified(&self, path: &Path, operation: &str) {
+        self.bus.publish(Event::FileModified {
+            session_id: self.session_id.clone(),
+            call_id: self.call_id.clone(),
+            path: path.to_path_buf(),
+            operation: operation.into(),
+        });
+    }
+
     /// The preview's plan, as the type the tool stored.
     pub fn plan<T: Any + Send + Sync>(&self) -> Result<Arc<T>, ToolError> {
         self.plan

@@ -23,28 +23,23 @@ fn agent(ctx: &Context) -> String {
     ctx.perms.as_ref().map(|p| p.agent()).unwrap_or_else(|| BUILD_AGENT.into())
 }
 
+fn enter_presentation() -> Presentation {
+    Presentation { title: "Switch to plan mode".into(), kind: Kind::SwitchMode, ..Presentation::default() }
+}
+
 pub fn enter() -> Def {
     Def {
         id: ENTER.into(),
         description: include_str!("descriptions/plan_enter.md").into(),
         parameters: json!({"type": "object", "properties": {}}),
         permission: Some(Category::PlanEnter),
-        present: |_, _| Presentation {
-            title: "Switch to plan mode".into(),
-            kind: Kind::SwitchMode,
-            ..Presentation::default()
-        },
+        present: |_, _| enter_presentation(),
         preview: Some(Arc::new(|ctx, _args| {
             Box::pin(async move {
                 if agent(&ctx) == PLAN_AGENT {
                     return Err(ToolError::retry("The session is already in plan mode."));
                 }
-                let presentation = Presentation {
-                    title: "Switch to plan mode".into(),
-                    kind: Kind::SwitchMode,
-                    ..Presentation::default()
-                };
-                Ok(Preview { presentation, plan: Arc::new(()), category: None })
+                Ok(Preview { presentation: enter_presentation(), plan: Arc::new(()), category: None })
             })
         })),
         execute: Arc::new(|ctx, _args| {

@@ -125,3 +125,39 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     };
     Ok(output)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> Context {
+        crate::tool::tests::context(std::path::Path::new("/w"), None)
+    }
+
+    #[test]
+    fn bad_questions_are_explained_and_repeated_choices_collapse() {
+        let ctx = context();
+        assert_eq!(
+            parse(&ctx, &json!({"question": "  "})).unwrap_err(),
+            ToolError::retry("question must be a non-empty string")
+        );
+        assert_eq!(
+            parse(&ctx, &json!({})).unwrap_err(),
+            ToolError::retry("question must be a non-empty string")
+        );
+        assert_eq!(
+            parse(&ctx, &json!({"question": "Which?", "options": ["a", 3]})).unwrap_err(),
+            ToolError::retry("options must be non-empty strings")
+        );
+        let question = parse(&ctx, &json!({"question": " Which? ", "options": ["a", " b ", "a"]})).unwrap();
+        assert_eq!(
+            question,
+            Question {
+                call_id: "c".into(),
+                question: "Which?".into(),
+                options: vec!["a".into(), "b".into()]
+            }
+        );
+        assert_eq!(as_message(&question), "Which?\n1. a\n2. b");
+    }
+}

@@ -38,7 +38,7 @@ fn failing(id: &str, error: ToolError) -> Def {
     }
 }
 
-fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Context {
+pub(crate) fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Context {
     Context {
         session_id: "s".into(),
         call_id: "c".into(),

@@ -118,6 +118,17 @@ async fn resuming_restores_the_conversation_without_replaying_it() {
     h.client.prompt(&session, "first question").await.unwrap();
     h.restart().await;
 
+    let elsewhere = h.root.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let error =
+        h.client.call(acp::ResumeSessionRequest::new(session.clone(), elsewhere.clone())).await.unwrap_err();
+    assert_eq!(
+        (code(&error), error.message),
+        (
+            -32602,
+            format!("session {} belongs to {}, not {}", session.0, h.cwd.display(), elsewhere.display())
+        )
+    );
     let response =
         h.client.call(acp::ResumeSessionRequest::new(session.clone(), h.cwd.clone())).await.unwrap();
     assert_eq!(response.modes.unwrap().current_mode_id.0.as_ref(), "build");
@@ -139,7 +150,7 @@ async fn resuming_restores_the_conversation_without_replaying_it() {
 #[tokio::test]
 async fn the_list_pages_newest_first_filters_by_cwd_and_skips_sessions_never_prompted() {
     let h = Harness::start(vec![]).await;
-    let other = h._root.path().join("other");
+    let other = h.root.path().join("other");
     std::fs::create_dir_all(&other).unwrap();
     h.model.script(vec![answer(&["ok"]); 53]);
     for i in 0..51 {

@@ -36,6 +36,16 @@ pub fn finished(updates: &[Value], call_id: &str) -> Value {
         .clone()
 }
 
+/// The `messageId` of every agent message chunk of `session`.
+fn message_ids(h: &Harness, session: &acp::SessionId) -> Vec<Value> {
+    h.client
+        .updates(session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["messageId"].clone())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn() {
     let h = Harness::start(vec![answer(&["Hello", ", world", "!"])]).await;
@@ -43,13 +53,7 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
     let response = h.client.prompt(&session, "say hello").await.unwrap();
     assert_eq!(stop(&response), json!("end_turn"));
     assert_snapshot("text_only_turn", &Value::Array(h.transcript(&session)));
-    let ids: Vec<Value> = h
-        .client
-        .updates(&session)
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["messageId"].clone())
-        .collect();
+    let ids = message_ids(&h, &session);
     assert_eq!(ids.len(), 3);
     assert!(ids[0].as_str().unwrap().starts_with("msg_"));
     assert!(ids.iter().all(|id| *id == ids[0]), "{ids:?}");
@@ -232,13 +236,7 @@ async fn reasoning_deltas_become_thought_chunks_and_are_sent_back_under_the_same
         messages[2],
         json!({"role": "assistant", "content": "Answer.", "reasoning_content": "Let me think."})
     );
-    let ids: Vec<Value> = h
-        .client
-        .updates(&session)
-        .iter()
-        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
-        .map(|u| u["messageId"].clone())
-        .collect();
+    let ids = message_ids(&h, &session);
     assert_eq!(ids.len(), 2);
     assert_ne!(ids[0], ids[1], "each model response is a new message");
 }

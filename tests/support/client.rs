@@ -483,7 +483,7 @@ impl TestClient {
 /// A workspace, a fake model and a connected, initialized client.
 pub struct Harness {
     /// Keeps the temporary directory alive for the test.
-    pub _root: tempfile::TempDir,
+    pub root: tempfile::TempDir,
     pub cwd: PathBuf,
     pub data: PathBuf,
     pub model: FakeModel,
@@ -570,7 +570,7 @@ impl Setup {
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        Harness { _root: root, cwd, data, model, client, bus, capabilities: self.capabilities, registry }
+        Harness { root, cwd, data, model, client, bus, capabilities: self.capabilities, registry }
     }
 }
 
@@ -610,7 +610,7 @@ impl Harness {
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
-        let sources = sources(&self.model.base_url, &self.data, &self._root.path().join("config"));
+        let sources = sources(&self.model.base_url, &self.data, &self.root.path().join("config"));
         let client = TestClient::start(Manager::with_registry(sources, self.registry.clone())).await;
         client.initialize(self.capabilities.clone()).await;
         client

@@ -18,7 +18,6 @@ use super::{
     Context, Def, Preview, ToolError, ToolOutput, first_changed_line, shown, unchanged_since_preview,
     veto_secrets,
 };
-use crate::bus::Event;
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
 use apply::{Change, Existing};
@@ -250,12 +249,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
                 (path, "delete")
             }
         };
-        ctx.bus.publish(Event::FileModified {
-            session_id: ctx.session_id.clone(),
-            call_id: ctx.call_id.clone(),
-            path: path.clone(),
-            operation: operation.into(),
-        });
+        ctx.file_modified(path, operation);
     }
     let (display, locations) = content(&plan.steps);
     let mut output = plan.summary.trim_end().to_string();

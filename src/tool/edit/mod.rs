@@ -17,7 +17,6 @@ use super::{
     Context, Def, Preview, ToolError, ToolOutput, arg_str, line_of, read, resolve_path, shown,
     unchanged_since_preview, veto_secrets, writable,
 };
-use crate::bus::Event;
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
 use replacers::Strategy;
@@ -160,12 +159,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     let plan = ctx.plan::<Plan>()?;
     unchanged_since_preview(&ctx, &plan.path, plan.old.as_deref()).await?;
     let written = ctx.files.write(&plan.path, &plan.new, &ctx.directory).await?;
-    ctx.bus.publish(Event::FileModified {
-        session_id: ctx.session_id.clone(),
-        call_id: ctx.call_id.clone(),
-        path: plan.path.clone(),
-        operation: "edit".into(),
-    });
+    ctx.file_modified(&plan.path, "edit");
     let how = match plan.strategy {
         Some(strategy) => format!(
             "{} replacement{} ({} matched)",

@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use tinycode::tool::edit::cascade;
-use tinycode::tool::edit::replacers::Strategy;
+use tinycode::builtin::edit::cascade;
+use tinycode::builtin::edit::replacers::Strategy;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();

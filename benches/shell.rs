@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use tinycode::bus::Bus;
-use tinycode::tool::files::{FileLocks, Files};
-use tinycode::tool::shell::tasks::Tasks;
-use tinycode::tool::{Context, Registry};
+use tinycode::shell::tasks::Tasks;
+use tinycode::tool::Context;
+use tinycode::workspace::files::{FileLocks, Files};
 use tokio_util::sync::CancellationToken;
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -21,7 +21,7 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 #[tokio::main]
 async fn main() {
     let dir = tempfile::tempdir().unwrap();
-    let registry = Registry::builtins();
+    let registry = tinycode::builtin::registry();
     let context = || Context {
         session_id: "bench".into(),
         call_id: "c".into(),

@@ -5,7 +5,8 @@
 //! ```text
 //! editor --(ACP JSON-RPC on stdio)--> acp --> session --> agent (turn loop) --> llm (streaming HTTP)
 //!                                                 |            \--> tool registry --> permission (asks go back
-//!                                                 |             \                    out through acp's seams)
+//!                                                 |             \      |             out through acp's seams)
+//!                                                 |              \     +--> builtin tools --> workspace, shell, control
 //!                                                 \--------------+--> store (SQLite worker thread: sessions,
 //!                                                                      messages, todos, rules, usage)
 //! ```
@@ -16,7 +17,11 @@
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning) and the model catalogue; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
-//! | `tool`       | the tool framework (Def, Registry, Context, execution flow, truncation), the built-in tools, and the session state tools may change (`control`: to-do list, pending mode switch, question seam) |
+//! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
+//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
+//! | `shell`      | services the shell tools share: tokenizer and classifier, process groups, output capture, background tasks, the editor-terminal seam |
+//! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
@@ -28,17 +33,25 @@
 //!
 //! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
 //! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
-//! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `tool::files::ClientFs`,
-//! `tool::shell::terminal::ClientTerminals`, `tool::control::Asker`) that `acp` implements.
+//! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
+//! `shell::terminal::ClientTerminals`, `control::Asker`) that `acp` implements.
+//!
+//! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
+//! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
+//! framework but its error type. CI greps for both.
 
 pub mod acp;
 pub mod agent;
+pub mod builtin;
 pub mod bus;
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod display;
 pub mod llm;
 pub mod permission;
 pub mod session;
+pub mod shell;
 pub mod store;
 pub mod tool;
+pub mod workspace;

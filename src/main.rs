@@ -115,10 +115,10 @@ async fn run_headless(args: &[String]) -> ExitCode {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tinycode::tool::shell::process::kill_children_on_panic();
+    tinycode::shell::process::kill_children_on_panic();
     let code = dispatch().await;
     // Nothing this process started may outlive it.
-    tinycode::tool::shell::process::kill_all();
+    tinycode::shell::process::kill_all();
     code
 }
 

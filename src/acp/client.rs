@@ -14,8 +14,8 @@ use crate::agent::{AgentEvent, EventSink};
 use crate::permission::{Approver, Ask, Category, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
-use crate::tool::files::ClientFs;
-use crate::tool::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
+use crate::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
+use crate::workspace::files::ClientFs;
 
 /// The connection to the editor, bound to one session.
 pub struct SessionClient {

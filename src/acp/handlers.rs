@@ -52,9 +52,9 @@ fn check_cwd(cwd: &Path) -> Result<(), Error> {
 /// Seams for session `id` over this connection.
 fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Seams, Arc<SessionClient>) {
     let client = Arc::new(SessionClient::new(cx.clone(), id, state.client_capabilities(), cwd.to_path_buf()));
-    let fs: Option<Arc<dyn crate::tool::files::ClientFs>> =
+    let fs: Option<Arc<dyn crate::workspace::files::ClientFs>> =
         if client.has_fs() { Some(client.clone()) } else { None };
-    let terminals: Option<Arc<dyn crate::tool::shell::terminal::ClientTerminals>> =
+    let terminals: Option<Arc<dyn crate::shell::terminal::ClientTerminals>> =
         if client.offers_terminals() { Some(client.clone()) } else { None };
     (
         Seams {

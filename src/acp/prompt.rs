@@ -75,7 +75,7 @@ async fn read_link(path: &Path, lines: Option<(usize, usize)>) -> String {
         Ok(bytes) => bytes,
         Err(e) => return format!("[The attached file {} could not be read: {e}]", path.display()),
     };
-    if crate::tool::read::is_binary(&bytes) {
+    if crate::builtin::read::is_binary(&bytes) {
         return format!(
             "[The attached file {} is binary ({} bytes) and was not included]",
             path.display(),

@@ -11,7 +11,7 @@ use agent_client_protocol::v1::schema as acp;
 use futures::future::BoxFuture;
 
 use super::client::SessionClient;
-use crate::tool::control::{Answer, Asker, Question};
+use crate::control::{Answer, Asker, Question};
 
 const FIELD: &str = "answer";
 const SKIP: &str = "skip";

@@ -16,7 +16,7 @@ use super::convert;
 use crate::agent::event::CompactionStatus;
 use crate::agent::{AgentEvent, ToolStatus};
 use crate::display::{Content, Kind};
-use crate::tool::shell::process::signal_name;
+use crate::shell::process::signal_name;
 
 /// Largest live output window sent to clients without a terminal block.
 pub const WINDOW_BYTES: usize = 8 * 1024;

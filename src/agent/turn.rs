@@ -21,17 +21,17 @@ use super::journal::Journal;
 use super::system_prompt;
 use crate::bus::{Bus, Event};
 use crate::config::Config;
+use crate::control::Control;
 use crate::display::{Location, Presentation};
 use crate::llm::repair;
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission;
-use crate::tool::control::Control;
-use crate::tool::files::Files;
-use crate::tool::shell::tasks::Tasks;
-use crate::tool::shell::terminal::ClientTerminals;
+use crate::shell::tasks::Tasks;
+use crate::shell::terminal::ClientTerminals;
 use crate::tool::{self, Context, Progress, Registry, invalid};
+use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -579,7 +579,7 @@ mod tests {
     #[test]
     fn unparseable_arguments_are_routed_to_the_invalid_tool_and_cut_off_calls_say_so() {
         let call = ToolCall { id: "c".into(), name: "read".into(), arguments: "{\"file_path\": \"/a".into() };
-        let registry = Registry::builtins();
+        let registry = crate::builtin::registry();
         let prepared = prepare(&call, false, &registry);
         assert_eq!(prepared.tool, "invalid");
         assert_eq!(prepared.args["original_name"], "read");

@@ -18,15 +18,15 @@ use crate::agent::journal;
 use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
 use crate::config::{Config, ConfigError, Sources};
+use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
-use crate::tool::control::Control;
-use crate::tool::files::{FileLocks, Files};
-use crate::tool::shell::tasks::Tasks;
+use crate::workspace::files::{FileLocks, Files};
 
 /// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
 #[derive(Debug, thiserror::Error)]
@@ -62,7 +62,7 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        Self::with_registry(sources, Arc::new(Registry::builtins()))
+        Self::with_registry(sources, Arc::new(crate::builtin::registry()))
     }
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).

@@ -165,18 +165,6 @@ async fn long_output_is_previewed_and_saved_unless_the_tool_bounded_it() {
     assert_eq!(registry.execute("bounded", ctx, json!({})).await.output, long);
 }
 
-#[tokio::test]
-async fn an_unknown_tool_lists_the_available_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let registry = Registry::builtins();
-    let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
-    assert_eq!(
-        outcome.output,
-        "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
-    );
-    assert!(outcome.is_error);
-}
-
 #[test]
 fn paths_resolve_against_the_session_directory_and_normalise_dots() {
     assert_eq!(

@@ -384,7 +384,7 @@ fn background_script(env: &Env) -> Vec<crate::support::fake_model::Reply> {
 
 async fn assert_gone(pid: i32) {
     let gone = async {
-        while tinycode::tool::shell::process::running(pid) {
+        while tinycode::shell::process::running(pid) {
             tokio::task::yield_now().await;
         }
     };
@@ -398,7 +398,7 @@ async fn no_process_outlives_the_binary_after_stdin_eof() {
     let env = Env::new();
     let model = FakeModel::start(background_script(&env)).await;
     let (mut child, pid, driver) = binary_with_background_task(&env, &model).await;
-    assert!(tinycode::tool::shell::process::running(pid));
+    assert!(tinycode::shell::process::running(pid));
     driver.await.unwrap();
     assert!(wait_exit(&mut child).await.success());
     assert_gone(pid).await;

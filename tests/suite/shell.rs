@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema::PermissionOptionKind as K;
 use serde_json::{Value, json};
-use tinycode::tool::shell::process::running;
+use tinycode::shell::process::running;
 
 use super::turn::{finished, stop, tool_result};
 use crate::support::client::{Answer, Harness, PATIENCE, Setup, terminals, zed};

@@ -565,7 +565,7 @@ impl Setup {
         }
         let model = FakeModel::start(self.script).await;
         let sources = sources(&model.base_url, &data, &config_home);
-        let registry = Arc::new(self.registry.unwrap_or_else(Registry::builtins));
+        let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
         let manager = Manager::with_registry(sources, registry.clone());
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;

@@ -10,7 +10,7 @@ use tinycode::tool::{Def, Registry, ToolError};
 
 /// The built-ins plus `block`, which runs until the turn is cancelled and then sets `saw_cancel`.
 pub fn with_blocking_tool(saw_cancel: Arc<AtomicBool>) -> Registry {
-    let registry = Registry::builtins();
+    let registry = tinycode::builtin::registry();
     registry.register(Def {
         id: "block".into(),
         description: "Waits until cancelled.".into(),
@@ -36,7 +36,7 @@ pub fn with_blocking_tool(saw_cancel: Arc<AtomicBool>) -> Registry {
 
 /// The built-ins plus `mark`, an `edit`-category tool that changes nothing and reports which path it "marked".
 pub fn with_edit_tool() -> Registry {
-    let registry = Registry::builtins();
+    let registry = tinycode::builtin::registry();
     registry.register(Def {
         id: "mark".into(),
         description: "Marks a path.".into(),

@@ -14,12 +14,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
-    Context, Def, Preview, ToolError, ToolOutput, first_changed_line, shown, unchanged_since_preview,
-    veto_secrets,
-};
+use super::change::{first_changed_line, shown, unchanged_since_preview, veto_secrets};
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, Preview, ToolError, ToolOutput};
 use apply::{Change, Existing};
 use parser::{Hunk, Mode};
 
@@ -57,7 +55,10 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     Presentation {
         title: title(&paths),
         kind: Kind::Edit,
-        patterns: paths.iter().map(|p| super::resolve_path(cwd, p).to_string_lossy().into_owned()).collect(),
+        patterns: paths
+            .iter()
+            .map(|p| crate::tool::resolve_path(cwd, p).to_string_lossy().into_owned())
+            .collect(),
         ..Presentation::default()
     }
 }

@@ -9,9 +9,9 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{Value, json};
 
-use super::tasks::{State, Task};
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
+use crate::shell::tasks::{State, Task};
 use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, arg_str};
 
 pub const ID: &str = "shell_output";

@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::capture::describe_exit;
-use super::tasks::Stopped;
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
+use crate::shell::capture::describe_exit;
+use crate::shell::tasks::Stopped;
 use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64};
 
 pub const ID: &str = "kill_shell";

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
-use super::classify::{self, Class};
-use super::process;
-use super::tasks::Kind;
-use super::terminal::ClientTerminals;
 use crate::display::{Content, Kind as DisplayKind, Presentation};
 use crate::permission::Category;
+use crate::shell::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
+use crate::shell::classify::{self, Class};
+use crate::shell::process;
+use crate::shell::tasks::Kind;
+use crate::shell::terminal::ClientTerminals;
 use crate::tool::{Context, Def, Preview, Progress, ToolError, ToolOutput, arg_opt_u64, arg_str, truncate};
 
 pub const ID: &str = "bash";

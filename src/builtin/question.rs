@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::control::{Answer, Question};
-use super::{Context, Def, ToolError, ToolOutput};
 use crate::bus::Event;
+use crate::control::{Answer, Question};
 use crate::display::{Content, Kind, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, ToolError, ToolOutput};
 
 pub const ID: &str = "question";
 

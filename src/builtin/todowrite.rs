@@ -8,10 +8,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::control::{Control, Todo, TodoStatus};
-use super::{Context, Def, ToolError, ToolOutput};
+use crate::control::{Control, Todo, TodoStatus};
 use crate::display::{Content, Kind, Presentation};
 use crate::permission::{Category, TODOS_PATTERN as PATTERN};
+use crate::tool::{Context, Def, ToolError, ToolOutput};
 
 pub const ID: &str = "todowrite";
 
@@ -128,7 +128,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::control::Priority;
+    use crate::control::Priority;
 
     fn todo(content: &str, status: TodoStatus) -> Todo {
         Todo { content: content.into(), status, priority: Priority::Normal }

@@ -13,12 +13,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
-    Context, Def, Preview, ToolError, ToolOutput, arg_str, line_of, read, resolve_path, shown,
-    unchanged_since_preview, veto_secrets, writable,
-};
+use super::change::{line_of, shown, unchanged_since_preview, veto_secrets, writable};
+use super::read;
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_str, resolve_path};
 use replacers::Strategy;
 
 pub const ID: &str = "edit";

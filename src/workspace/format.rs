@@ -45,7 +45,7 @@ pub async fn run(command: &[String], cwd: &Path) -> Result<(), String> {
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let detail = if stderr.trim().is_empty() { stdout.trim().to_string() } else { stderr.trim().to_string() };
-    let detail = crate::tool::truncate::floor_char_boundary(&detail, 2_000).to_string();
+    let detail = detail[..detail.floor_char_boundary(2_000)].to_string();
     Err(format!("`{}` exited with {}: {detail}", command.join(" "), output.status))
 }
 

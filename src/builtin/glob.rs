@@ -7,10 +7,10 @@ use std::path::{Component, Path};
 
 use serde_json::{Value, json};
 
-use super::walk::{self, Found};
-use super::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
+use crate::workspace::walk::{self, Found};
 
 pub const ID: &str = "glob";
 /// Maximum paths returned.

@@ -9,10 +9,11 @@ use std::sync::Mutex;
 use regex::bytes::Regex;
 use serde_json::{Value, json};
 
-use super::walk::{self, Found};
-use super::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, arg_str, read, resolve_path};
+use super::read;
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, arg_str, resolve_path};
+use crate::workspace::walk::{self, Found};
 
 pub const ID: &str = "grep";
 /// Maximum matches returned (also the default of `max_count`).

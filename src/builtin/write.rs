@@ -9,12 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{
-    Context, Def, Preview, ToolError, ToolOutput, arg_str, first_changed_line, resolve_path, shown,
-    unchanged_since_preview, veto_secrets, writable,
-};
+use super::change::{first_changed_line, shown, unchanged_since_preview, veto_secrets, writable};
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_str, resolve_path};
 
 pub const ID: &str = "write";
 const BOM: char = '\u{feff}';

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use super::{Context, Def, ToolError, ToolOutput, arg_opt_u64, arg_str, resolve_path, truncate};
 use crate::display::{Kind, Location, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_u64, arg_str, resolve_path, truncate};
 
 pub const ID: &str = "read";
 /// Lines returned when `limit` is not given.

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::bash;
-use super::tasks::Kind;
 use crate::permission::Category;
+use crate::shell::tasks::Kind;
 use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_opt_u64, arg_str};
 
 pub const ID: &str = "monitor";

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 
-use super::{ToolError, atomic, format};
+use super::{atomic, format};
+use crate::tool::error::ToolError;
 
 /// The editor's file system, as the core sees it. Implemented by the `acp` layer.
 pub trait ClientFs: Send + Sync {

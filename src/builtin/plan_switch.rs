@@ -10,9 +10,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::todowrite::render;
-use super::{Context, Def, Preview, ToolError, ToolOutput};
 use crate::display::{Content, Kind, Presentation};
 use crate::permission::Category;
+use crate::tool::{Context, Def, Preview, ToolError, ToolOutput};
 
 pub const ENTER: &str = "plan_enter";
 pub const EXIT: &str = "plan_exit";

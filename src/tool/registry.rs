@@ -1,0 +1,193 @@
+//! The ordered, thread-safe [`Registry`] and the execution flow of seed 000 §8.1 (lookup → preview →
+//! permission → `tool.execute.before` → execute → error or after-hook → `tool.execute.after` → truncation
+//! preview with the full output saved).
+//!
+//! Owns running one call. Must not know any particular tool: the built-ins are registered by `builtin`.
+
+use std::sync::{Arc, RwLock};
+
+use serde_json::Value;
+
+use super::{Context, Def, Outcome, Preview, Progress, ToolError, invalid, truncate};
+use crate::bus::Event;
+use crate::display::Presentation;
+use crate::permission::{Ask, Verdict};
+
+/// The ordered, thread-safe set of tools.
+#[derive(Default)]
+pub struct Registry {
+    defs: RwLock<Vec<Arc<Def>>>,
+}
+
+impl Registry {
+    fn read_defs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Def>>> {
+        match self.defs.read() {
+            Ok(defs) => defs,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Add a tool; a tool with the same id is replaced in place, keeping its position.
+    pub fn register(&self, def: Def) {
+        let mut defs = match self.defs.write() {
+            Ok(defs) => defs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let def = Arc::new(def);
+        match defs.iter().position(|d| d.id == def.id) {
+            Some(i) => defs[i] = def,
+            None => defs.push(def),
+        }
+    }
+
+    /// Exact lookup.
+    pub fn get(&self, id: &str) -> Option<Arc<Def>> {
+        self.read_defs().iter().find(|d| d.id == id).cloned()
+    }
+
+    /// Lookup that forgives surrounding whitespace and case (`" Read"` → `read`), as models get these wrong.
+    pub fn resolve(&self, name: &str) -> Option<Arc<Def>> {
+        self.get(name).or_else(|| {
+            let wanted = name.trim().to_lowercase();
+            self.read_defs().iter().find(|d| d.id == wanted).cloned()
+        })
+    }
+
+    /// The tools offered to the model, in registration order. `invalid` is never offered.
+    pub fn model_tools(&self) -> Vec<Arc<Def>> {
+        self.read_defs().iter().filter(|d| d.id != invalid::ID).cloned().collect()
+    }
+
+    /// Run one call through the seed's execution flow.
+    pub async fn execute(&self, name: &str, mut ctx: Context, args: Value) -> Outcome {
+        let Some(def) = self.resolve(name) else {
+            ctx.report(Progress::Presented(Presentation {
+                title: format!("Unknown tool `{name}`"),
+                ..Presentation::default()
+            }));
+            let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
+            return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
+        };
+        let mut presentation = (def.present)(&args, &ctx.directory);
+        let mut category = def.permission;
+        if let Some(preview) = &def.preview {
+            let previewed = tokio::select! {
+                biased;
+                previewed = preview(ctx.clone(), args.clone()) => previewed,
+                () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+            };
+            match previewed {
+                Ok(Preview { presentation: shown, plan, category: chosen }) => {
+                    presentation = shown;
+                    ctx.plan = Some(plan);
+                    category = chosen.or(category);
+                }
+                Err(error) => {
+                    ctx.report(Progress::Presented(presentation));
+                    return Outcome::from_error(error);
+                }
+            }
+        }
+        ctx.report(Progress::Presented(presentation.clone()));
+        if let (Some(perms), Some(category)) = (&ctx.perms, category) {
+            let ask = Ask {
+                session_id: ctx.session_id.clone(),
+                call_id: ctx.call_id.clone(),
+                tool: def.id.clone(),
+                category,
+                presentation: presentation.clone(),
+                raw_input: args.clone(),
+            };
+            let verdict = tokio::select! {
+                verdict = perms.check(&ask) => verdict,
+                () = ctx.cancel.cancelled() => Verdict::Cancelled,
+            };
+            match verdict {
+                Verdict::Allow => {}
+                Verdict::Denied { rule, why } => {
+                    return Outcome::error(format!(
+                        "Permission denied by rule {{permission: \"{}\", pattern: \"{}\", action: deny}}. {why}",
+                        rule.permission, rule.pattern
+                    ));
+                }
+                Verdict::Rejected => {
+                    return Outcome::error(
+                        "The user declined this tool call. Do not retry it; ask the user how to proceed if needed."
+                            .into(),
+                    );
+                }
+                Verdict::Cancelled => return Outcome::cancelled(),
+            }
+        }
+        ctx.report(Progress::Running);
+        ctx.bus.publish(Event::ToolExecuteBefore {
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+            tool: def.id.clone(),
+            args: args.clone(),
+        });
+        let after = |success: bool| Event::ToolExecuteAfter {
+            session_id: ctx.session_id.clone(),
+            call_id: ctx.call_id.clone(),
+            tool: def.id.clone(),
+            success,
+        };
+        // Poll the tool first so a tool that handles cancellation itself (killing processes, keeping partial
+        // output) gets to finish that work; the token branch only wins while the tool is still pending.
+        let result = tokio::select! {
+            biased;
+            result = (def.execute)(ctx.clone(), args) => result,
+            () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+        };
+        let mut output = match result {
+            Err(error) => {
+                ctx.bus.publish(after(false));
+                return Outcome::from_error(error);
+            }
+            Ok(output) => output,
+        };
+        if let Some(hook) = &ctx.after_hook {
+            hook(&def.id, &mut output);
+        }
+        ctx.bus.publish(after(true));
+        let text = if output.bounded { output.output } else { preview_and_save(&ctx, output.output).await };
+        let locations = if output.locations.is_empty() { presentation.locations } else { output.locations };
+        Outcome {
+            output: text,
+            is_error: output.failed,
+            display: output.display,
+            locations,
+            metadata: output.metadata,
+            cancelled: false,
+            end_turn: output.end_turn,
+        }
+    }
+}
+
+/// Apply the head+tail preview; when it cuts, save the full text and say where.
+async fn preview_and_save(ctx: &Context, text: String) -> String {
+    let Some(preview) = truncate::preview(&text) else {
+        return text;
+    };
+    let safe_id: String = ctx
+        .call_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect();
+    let path = ctx.output_dir.join(format!("tool_{safe_id}_{}.txt", uuid::Uuid::new_v4().simple()));
+    let saved = async {
+        tokio::fs::create_dir_all(&ctx.output_dir).await?;
+        tokio::fs::write(&path, text.as_bytes()).await
+    }
+    .await;
+    match saved {
+        Ok(()) => format!(
+            "{preview}\n\nThe output was truncated. Full output saved to: {}\nUse grep on that file, or read it with offset/limit, to see the rest.",
+            path.display()
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, path = %path.display(), "could not save full tool output");
+            format!("{preview}\n\nThe output was truncated (the full output could not be saved: {e}).")
+        }
+    }
+}

@@ -11,7 +11,8 @@ use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{ByteStreams, Client, Error};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::config::Sources;
+use crate::config::trust::Trust;
+use crate::config::{Config, Sources};
 
 /// What the headless run was asked to do.
 pub struct Options {
@@ -73,6 +74,11 @@ fn show(update: &acp::SessionUpdate, titles: &Titles) {
 }
 
 fn permission_reply(request: &acp::RequestPermissionRequest, yes: bool) -> acp::RequestPermissionResponse {
+    // A headless run never trusts a project, not even with --yes: `run` said which settings it ignores.
+    if request.options.iter().any(|o| &*o.option_id.0 == super::trust::TRUST) {
+        let not_now = acp::SelectedPermissionOutcome::new(super::trust::NOT_NOW);
+        return acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Selected(not_now));
+    }
     let wanted =
         if yes { acp::PermissionOptionKind::AllowOnce } else { acp::PermissionOptionKind::RejectOnce };
     let title = request.tool_call.fields.title.clone().unwrap_or_default();
@@ -119,6 +125,11 @@ async fn drive(
 
 /// Run one prompt headlessly.
 pub async fn run(sources: Sources, options: Options) -> Exit {
+    if let Ok(loaded) = Config::load(&sources, &options.cwd, &Trust::new(&sources))
+        && let Some(request) = loaded.untrusted
+    {
+        err(&request.ignored());
+    }
     let (agent_io, client_io) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);

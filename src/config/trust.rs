@@ -185,6 +185,59 @@ impl Request {
     }
 }
 
+impl Request {
+    /// What a run that cannot ask says instead: what was ignored and how to trust the project.
+    pub fn ignored(&self) -> String {
+        let mut text = format!("Ignoring settings in {} that need your trust:\n", self.file.display());
+        for want in &self.wants {
+            text.push_str(&format!("  {} = {} ({})\n", want.key, want.value, want.why));
+        }
+        text.push_str(&format!(
+            "To apply them, trust the project: tinycode trust {}",
+            self.project.display()
+        ));
+        text
+    }
+}
+
+/// `tinycode trust [--revoke] [PATH]`: trust the settings the project file at `path` sets now (or stop trusting
+/// the project). Returns what to tell the user.
+pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, String> {
+    let project = std::fs::canonicalize(path).map_err(|e| format!("cannot use {}: {e}", path.display()))?;
+    if !project.is_dir() {
+        return Err(format!("{} is not a directory", project.display()));
+    }
+    let trust = Trust::new(sources);
+    if revoke {
+        return match trust.revoke(&project).map_err(|e| e.to_string())? {
+            true => Ok(format!(
+                "No longer trusting {}: its settings that need trust are ignored again.",
+                project.display()
+            )),
+            false => Ok(format!("{} was not trusted.", project.display())),
+        };
+    }
+    let loaded = super::Config::load(sources, &project, &trust).map_err(|e| e.to_string())?;
+    let Some(request) = loaded.untrusted else {
+        let file = super::Config::project_file(&project);
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
+        return Ok(if gated.is_empty() {
+            format!("{} sets nothing that needs trust; there is nothing to trust.", file.display())
+        } else {
+            format!("{} is already trusted with its current settings.", project.display())
+        });
+    };
+    trust.grant(&request).map_err(|e| e.to_string())?;
+    let mut text =
+        format!("Trusted {}. These settings of {} now apply:\n", project.display(), request.file.display());
+    for want in &request.wants {
+        text.push_str(&format!("  {} = {}\n", want.key, want.value));
+    }
+    text.push_str("When they change, tinycode asks again.");
+    Ok(text)
+}
+
 /// The trust record as stored.
 #[derive(Debug, Default, Deserialize)]
 struct Record {

@@ -74,11 +74,6 @@ fn show(update: &acp::SessionUpdate, titles: &Titles) {
 }
 
 fn permission_reply(request: &acp::RequestPermissionRequest, yes: bool) -> acp::RequestPermissionResponse {
-    // A headless run never trusts a project, not even with --yes: `run` said which settings it ignores.
-    if request.options.iter().any(|o| &*o.option_id.0 == super::trust::TRUST) {
-        let not_now = acp::SelectedPermissionOutcome::new(super::trust::NOT_NOW);
-        return acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Selected(not_now));
-    }
     let wanted =
         if yes { acp::PermissionOptionKind::AllowOnce } else { acp::PermissionOptionKind::RejectOnce };
     let title = request.tool_call.fields.title.clone().unwrap_or_default();
@@ -133,9 +128,10 @@ pub async fn run(sources: Sources, options: Options) -> Exit {
     let (agent_io, client_io) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);
-    let agent = tokio::spawn(super::serve(
+    // A headless run never trusts a project, not even with --yes: it said above which settings it ignores.
+    let agent = tokio::spawn(super::serve_with(
         ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
-        sources,
+        crate::session::Manager::new(sources).without_trust_questions(),
     ));
     let titles = Titles::default();
     let yes = options.yes;

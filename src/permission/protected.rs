@@ -131,7 +131,7 @@ fn writes_git_config(words: &[&str]) -> bool {
 /// Why a command that is not read-only must always ask because of what it names, or `None`: a protected path in
 /// any word (relative words are taken from `cwd`), or `git config` writing git's configuration.
 pub fn in_command(command: &str, cwd: &Path, root: &Path) -> Option<String> {
-    for segment in command.split(|c| matches!(c, ';' | '|' | '&' | '\n' | '(' | ')')) {
+    for segment in command.split([';', '|', '&', '\n', '(', ')']) {
         let words: Vec<&str> = segment.split(separator).filter(|w| !w.is_empty()).collect();
         for word in &words {
             let word =

@@ -59,6 +59,8 @@ pub struct Manager {
     catalogue: Arc<Catalogue>,
     /// Which projects the user trusts to configure the agent, and this process's answers.
     trust: Arc<Trust>,
+    /// Put the trust question to the user (not in headless runs, which never trust a project).
+    ask_trust: bool,
     /// Remembered permission rules by project.
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
 }
@@ -72,6 +74,7 @@ impl Manager {
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
         Self {
             trust: Arc::new(Trust::new(&sources)),
+            ask_trust: true,
             sources,
             registry,
             bus: Bus::new(),
@@ -81,6 +84,12 @@ impl Manager {
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Never ask the user to trust a project: its settings that need trust stay ignored.
+    pub fn without_trust_questions(mut self) -> Self {
+        self.ask_trust = false;
+        self
     }
 
     pub fn bus(&self) -> &Bus {
@@ -182,7 +191,7 @@ impl Manager {
             sources: self.sources.clone(),
             trust: self.trust.clone(),
             untrusted: Mutex::new(untrusted),
-            trust_asker: Mutex::new(seams.trust.clone()),
+            trust_asker: Mutex::new(seams.trust.clone().filter(|_| self.ask_trust)),
         });
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
@@ -270,6 +279,7 @@ impl Manager {
             }
         }
         if let Some(live) = self.live(id) {
+            let seams = Seams { trust: seams.trust.filter(|_| self.ask_trust), ..seams };
             live.rebind(&seams);
             return Ok((live, events));
         }

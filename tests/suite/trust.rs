@@ -318,3 +318,63 @@ async fn in_yolo_mode_a_git_hook_or_git_config_change_still_asks_every_time() {
     );
     assert!(tool_result(&h.model.messages(2), "c").starts_with("The user declined this tool call."));
 }
+
+#[tokio::test]
+async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_trust_applies_it() {
+    use super::binary::{Env, run_headless};
+    let env = Env::new();
+    std::fs::create_dir_all(env.cwd().join(".tinycode")).unwrap();
+    std::fs::write(env.cwd().join(".tinycode/config.toml"), format!("{ALLOW_TOUCH}\n")).unwrap();
+    let model = FakeModel::start(vec![bash("t1", "touch one"), answer(&["no"])]).await;
+    let (status, _, stderr) = run_headless(&env, &model, &["run", "touch", "one"]).await;
+    assert!(status.success(), "{stderr}");
+    let project = std::fs::canonicalize(env.cwd()).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "Ignoring settings in {}/.tinycode/config.toml that need your trust:\n  permission = \
+             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}} (add permission \
+             rules (they can let commands and edits run without asking))\nTo apply them, trust the project: tinycode \
+             trust {}\n• touch one\n? touch one: rejected (pass --yes to allow)\n✗ touch one\n",
+            project.display(),
+            project.display()
+        )
+    );
+    assert!(!env.cwd().join("one").exists());
+    let record = env.dir.path().join("config/tinycode/trusted.toml");
+    assert!(!record.exists(), "a headless run trusted the project");
+
+    let (status, _, stderr) = run_headless(&env, &model, &["trust"]).await;
+    assert!(status.success(), "{stderr}");
+    assert_eq!(
+        stderr,
+        format!(
+            "Trusted {}. These settings of {}/.tinycode/config.toml now apply:\n  permission = \
+             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they change, \
+             tinycode asks again.\n",
+            project.display(),
+            project.display()
+        )
+    );
+    let (_, _, stderr) = run_headless(&env, &model, &["trust", "."]).await;
+    assert_eq!(stderr, format!("{} is already trusted with its current settings.\n", project.display()));
+
+    model.script(vec![bash("t2", "touch two"), answer(&["done"])]);
+    let (status, stdout, stderr) = run_headless(&env, &model, &["run", "touch", "two"]).await;
+    assert!(status.success(), "{stderr}");
+    assert_eq!((stdout.as_str(), stderr.as_str()), ("done\n", "• touch two\n✓ touch two\n"));
+    assert!(env.cwd().join("two").exists());
+
+    let (status, _, stderr) = run_headless(&env, &model, &["trust", "--revoke"]).await;
+    assert!(status.success());
+    assert_eq!(
+        stderr,
+        format!(
+            "No longer trusting {}: its settings that need trust are ignored again.\n",
+            project.display()
+        )
+    );
+    let (status, _, stderr) = run_headless(&env, &model, &["trust", "/nonexistent/dir"]).await;
+    assert_eq!(status.code(), Some(1));
+    assert!(stderr.starts_with("error: cannot use /nonexistent/dir: "), "{stderr}");
+}

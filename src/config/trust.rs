@@ -299,7 +299,7 @@ impl Record {
         let failed = |source| TrustError::Write { path: path.into(), source };
         let dir = path.parent().ok_or_else(|| failed(std::io::ErrorKind::InvalidInput.into()))?;
         std::fs::create_dir_all(dir).map_err(failed)?;
-        let temp = dir.join(format!(".{RECORD_FILE}.{}.tmp", std::process::id()));
+        let temp = dir.join(format!(".{RECORD_FILE}.{}.tmp", uuid::Uuid::new_v4().simple()));
         let written = (|| {
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create(true).truncate(true);
@@ -342,6 +342,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Trust decisions: the user's record plus this process's answers. One per process (the session manager's).
 pub struct Trust {
     record: Option<PathBuf>,
+    /// Held while the record is read, changed and written, so two answers in this process never lose one.
+    writing: Mutex<()>,
     trusted: Mutex<HashSet<Key>>,
     declined: Mutex<HashSet<Key>>,
     asking: Mutex<HashSet<Key>>,
@@ -351,6 +353,7 @@ impl Trust {
     pub fn new(sources: &Sources) -> Self {
         Self {
             record: sources.user_config_home.as_ref().map(|home| home.join("tinycode").join(RECORD_FILE)),
+            writing: Mutex::default(),
             trusted: Mutex::default(),
             declined: Mutex::default(),
             asking: Mutex::default(),
@@ -392,6 +395,7 @@ impl Trust {
         lock(&self.trusted).insert(key(request));
         lock(&self.declined).remove(&key(request));
         let path = self.record.as_ref().ok_or(TrustError::NoHome)?;
+        let _writing = lock(&self.writing);
         let mut record = Record::read(path)?;
         let entry = Entry {
             settings: request.fingerprint.clone(),
@@ -405,6 +409,7 @@ impl Trust {
     pub fn revoke(&self, project: &Path) -> Result<bool, TrustError> {
         lock(&self.trusted).retain(|(p, _)| p != project);
         let path = self.record.as_ref().ok_or(TrustError::NoHome)?;
+        let _writing = lock(&self.writing);
         let mut record = Record::read(path)?;
         let had = record.projects.remove(&project.display().to_string()).is_some();
         if had {

@@ -43,14 +43,15 @@ pub const FILES: &[&str] = &[
 /// File name endings that are protected (editor workspace files carry settings and tasks).
 pub const SUFFIXES: &[&str] = &[".code-workspace", ".sublime-project"];
 
-/// The user's own tinycode files, protected when a path reaches them (a workspace opened at `~/.config`, or a
-/// command naming them): `tinycode/config.toml` and `tinycode/trusted.toml` under a `.config` directory, and
-/// the trust record anywhere.
-fn user_config(parts: &[String]) -> bool {
+/// The user's own tinycode files, protected when a path reaches them (a command naming them, or a workspace
+/// opened at `~/.config`): the trust record and the session database (remembered rules) anywhere, and
+/// `tinycode/config.toml` outside the workspace or under a `.config` directory.
+fn user_config(parts: &[String], outside: bool) -> bool {
     match parts {
-        [.., dir, tinycode, file] => {
-            tinycode == "tinycode"
-                && (file == crate::config::trust::RECORD_FILE || (dir == ".config" && file == "config.toml"))
+        [.., name] if name == "tinycode.db" => true,
+        [.., dir, tinycode, file] if tinycode == "tinycode" => {
+            file == crate::config::trust::RECORD_FILE
+                || (file == "config.toml" && (outside || dir == ".config"))
         }
         _ => false,
     }
@@ -85,7 +86,8 @@ fn lower_parts(path: &Path) -> Vec<String> {
 /// root is looked at whole.
 pub fn protected(path: &Path, root: &Path) -> Option<String> {
     let path = normalize(path);
-    let below = path.strip_prefix(normalize(root)).unwrap_or(&path);
+    let inside = path.strip_prefix(normalize(root)).ok();
+    let below = inside.unwrap_or(&path);
     let parts = lower_parts(below);
     let name = parts.last()?;
     let full = lower_parts(&path);
@@ -93,7 +95,7 @@ pub fn protected(path: &Path, root: &Path) -> Option<String> {
         format!("`{dir}` holds settings that can run code or change what the agent may do")
     } else if FILES.contains(&name.as_str()) || SUFFIXES.iter().any(|s| name.ends_with(s)) {
         format!("`{name}` holds settings that can run code or change what the agent may do")
-    } else if user_config(&full) {
+    } else if user_config(&full, inside.is_none()) {
         "it is your own tinycode configuration".to_string()
     } else {
         return None;
@@ -180,6 +182,8 @@ mod tests {
             "/w/a/../.git/x",
             "/elsewhere/.config/tinycode/config.toml",
             "/elsewhere/cfg/tinycode/trusted.toml",
+            "/elsewhere/cfg/tinycode/config.toml",
+            "/elsewhere/data/tinycode/tinycode.db",
         ] {
             assert!(check(path).is_some(), "{path} must be protected");
         }

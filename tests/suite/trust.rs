@@ -220,7 +220,7 @@ async fn the_trust_question_names_what_the_file_wants_and_trusting_applies_it_fr
 }
 
 #[tokio::test]
-async fn not_now_keeps_the_settings_ignored_and_is_asked_again_only_after_a_restart() {
+async fn not_now_keeps_the_settings_ignored_and_is_asked_again_only_after_a_restart_also_on_load() {
     let mut h = Setup::new(vec![]).config(ALLOW_TOUCH).start().await;
     h.model.script(vec![bash("t1", "touch one"), answer(&["ok"])]);
     h.client.answer_permissions(&[Answer::Option(NOT_NOW), Answer::Pick(K::RejectOnce)]);
@@ -243,8 +243,9 @@ async fn not_now_keeps_the_settings_ignored_and_is_asked_again_only_after_a_rest
 
     h.restart().await;
     h.client.answer_permissions(&[Answer::Option(NOT_NOW)]);
-    h.session().await;
+    h.client.call(acp::LoadSessionRequest::new(first.clone(), h.cwd.clone())).await.unwrap();
     trust_asked(&h, 1).await;
+    assert_eq!(asks(&h)[0]["sessionId"], first.0.as_ref(), "loading a session asks too");
 }
 
 #[tokio::test]
@@ -377,4 +378,36 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
     let (status, _, stderr) = run_headless(&env, &model, &["trust", "/nonexistent/dir"]).await;
     assert_eq!(status.code(), Some(1));
     assert!(stderr.starts_with("error: cannot use /nonexistent/dir: "), "{stderr}");
+}
+
+#[tokio::test]
+async fn trusting_a_project_mid_session_moves_the_session_to_its_server_and_picker_without_the_users_key() {
+    let project_server = FakeModel::start(vec![answer(&["from the project's server"])]).await;
+    project_server.set_models(Some(vec!["project-model".into()]));
+    let h = Setup::new(vec![])
+        .provider_in_user_config()
+        .config(&format!("base_url = \"{}\"", project_server.base_url))
+        .start()
+        .await;
+    let mut events = h.bus.subscribe();
+    h.client.answer_permissions(&[Answer::Option(TRUST)]);
+    let session = h.session().await;
+    listed(&mut events, &h.model.base_url).await;
+    trust_settled(&h, &session).await;
+    assert_eq!(stop(&h.client.prompt(&session, "hello").await.unwrap()), json!("end_turn"));
+    assert_eq!(project_server.requests().len(), 1);
+    assert_eq!(project_server.requests()[0].header("authorization"), None);
+    assert_eq!(h.model.requests().len(), 0);
+    listed(&mut events, &project_server.base_url).await;
+    assert_eq!(project_server.listing_authorizations(), vec![None]);
+    let id = session.clone();
+    h.client
+        .wait_for("the picker to offer the project's models", move |all| {
+            all.iter().any(|n| {
+                n["sessionId"] == id.0.as_ref()
+                    && n["update"]["sessionUpdate"] == "config_option_update"
+                    && n["update"]["configOptions"].to_string().contains("project-model")
+            })
+        })
+        .await;
 }

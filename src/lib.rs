@@ -14,7 +14,7 @@
 //! | module       | owns |
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
-//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning) and the model catalogue; the seams the editor must provide |
+//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
@@ -22,10 +22,10 @@
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
 //! | `shell`      | services the shell tools share: tokenizer and classifier, process groups, output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
-//! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, remembered rules per project, the `Approver` seam |
+//! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
-//! | `config`     | environment and config files |
+//! | `config`     | environment and config files, project trust (which project settings need it, the user's trust record), the key binding |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
 //!
@@ -34,7 +34,7 @@
 //! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
 //! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
-//! `shell::terminal::ClientTerminals`, `control::Asker`) that `acp` implements.
+//! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
 //!
 //! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
 //! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the

@@ -15,6 +15,8 @@ USAGE:
     tinycode acp                       Serve ACP over stdio (what editors launch)
     tinycode run [--yes] [--cwd DIR] <prompt>
                                        Run one prompt headlessly; the answer goes to stdout
+    tinycode trust [--revoke] [DIR]    Let DIR's .tinycode/config.toml (as it is now) run commands, widen
+                                       permissions or pick the server; --revoke stops trusting it
     tinycode --version | --help
 
 ENVIRONMENT:
@@ -113,6 +115,21 @@ async fn run_headless(args: &[String]) -> ExitCode {
     ExitCode::from(acp::headless::run(Sources::from_process(), options).await as u8)
 }
 
+fn trust(args: &[String]) -> ExitCode {
+    let revoke = args.iter().any(|a| a == "--revoke");
+    let dir = args.iter().find(|a| *a != "--revoke").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    match tinycode::config::trust::command(&Sources::from_process(), &dir, revoke) {
+        Ok(text) => {
+            say(&format!("{text}\n"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            say(&format!("error: {e}\n"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tinycode::shell::process::kill_children_on_panic();
@@ -135,6 +152,7 @@ async fn dispatch() -> ExitCode {
             init_logging("off");
             run_headless(&args[1..]).await
         }
+        Some("trust") => trust(&args[1..]),
         Some("--version" | "-V") => {
             say(&format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
             ExitCode::SUCCESS

@@ -11,7 +11,7 @@ use futures::future::BoxFuture;
 use super::convert;
 use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
-use crate::permission::{Approver, Ask, Category, Reply};
+use crate::permission::{Approver, Ask, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
 use crate::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
@@ -90,15 +90,16 @@ const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
-/// The four answers; destructive and secret-touching commands ask every time, so they offer no "always allow".
-fn options(category: Category) -> Vec<acp::PermissionOption> {
+/// The four answers; destructive and secret-touching commands and protected paths ask every time, so they offer
+/// no "always allow".
+fn options(ask: &Ask) -> Vec<acp::PermissionOption> {
     let mut options = vec![
         acp::PermissionOption::new(ALLOW_ONCE, "Allow once", acp::PermissionOptionKind::AllowOnce),
         acp::PermissionOption::new(ALLOW_ALWAYS, "Always allow", acp::PermissionOptionKind::AllowAlways),
         acp::PermissionOption::new(REJECT_ONCE, "Reject", acp::PermissionOptionKind::RejectOnce),
         acp::PermissionOption::new(REJECT_ALWAYS, "Always reject", acp::PermissionOptionKind::RejectAlways),
     ];
-    if category.always_asks() {
+    if !ask.offers_always() {
         options.remove(1);
     }
     options
@@ -124,11 +125,8 @@ fn ask_tool_call(ask: &Ask) -> acp::ToolCallUpdate {
 impl Approver for SessionClient {
     fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
         Box::pin(async move {
-            let request = acp::RequestPermissionRequest::new(
-                self.session_id.clone(),
-                ask_tool_call(ask),
-                options(ask.category),
-            );
+            let request =
+                acp::RequestPermissionRequest::new(self.session_id.clone(), ask_tool_call(ask), options(ask));
             match self.cx.send_request(request).block_task().await {
                 Ok(response) => match response.outcome {
                     acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {

@@ -64,6 +64,7 @@ fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Sea
             fs,
             terminals,
             asker: Some(client.clone()),
+            trust: Some(client.clone()),
         },
         client,
     )
@@ -121,6 +122,7 @@ pub async fn new_session(
         advertise_commands(&client);
     }
     session.refresh_models();
+    session.offer_trust();
     Ok(())
 }
 
@@ -153,6 +155,7 @@ pub async fn load_session(
             responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
             advertise_commands(&client);
             session.refresh_models();
+            session.offer_trust();
             Ok(())
         }
         Err(e) => responder.respond_with_error(e),
@@ -171,6 +174,7 @@ pub async fn resume_session(
             responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
             advertise_commands(&client);
             session.refresh_models();
+            session.offer_trust();
             Ok(())
         }
         Err(e) => responder.respond_with_error(e),

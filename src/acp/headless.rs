@@ -11,7 +11,8 @@ use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{ByteStreams, Client, Error};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use crate::config::Sources;
+use crate::config::trust::Trust;
+use crate::config::{Config, Sources};
 
 /// What the headless run was asked to do.
 pub struct Options {
@@ -119,12 +120,18 @@ async fn drive(
 
 /// Run one prompt headlessly.
 pub async fn run(sources: Sources, options: Options) -> Exit {
+    if let Ok(loaded) = Config::load(&sources, &options.cwd, &Trust::new(&sources))
+        && let Some(request) = loaded.untrusted
+    {
+        err(&request.ignored());
+    }
     let (agent_io, client_io) = tokio::io::duplex(1 << 20);
     let (agent_read, agent_write) = tokio::io::split(agent_io);
     let (client_read, client_write) = tokio::io::split(client_io);
-    let agent = tokio::spawn(super::serve(
+    // A headless run never trusts a project, not even with --yes: it said above which settings it ignores.
+    let agent = tokio::spawn(super::serve_with(
         ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
-        sources,
+        crate::session::Manager::new(sources).without_trust_questions(),
     ));
     let titles = Titles::default();
     let yes = options.yes;

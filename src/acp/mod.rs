@@ -12,6 +12,7 @@ pub mod prompt;
 pub mod question;
 pub mod render;
 pub mod stdio;
+pub mod trust;
 
 use std::sync::{Arc, RwLock};
 

@@ -4,15 +4,17 @@
 //! Owns the decision "may this run?". Must not know how the question reaches the user (the `acp` layer
 //! implements [`Approver`]) and must not execute anything itself.
 
+pub mod protected;
 pub mod remembered;
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::display::Presentation;
+use crate::display::{Content, Presentation};
 
 /// The permission categories of seed 000 §8.4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -160,6 +162,16 @@ pub struct Ask {
     pub category: Category,
     pub presentation: Presentation,
     pub raw_input: Value,
+    /// Set by the service when the call changes a protected path (why): it asks in every mode and the ask
+    /// offers no "always".
+    pub protected: Option<String>,
+}
+
+impl Ask {
+    /// May the user answer "always allow"? Not for destructive or secret-touching commands, nor protected paths.
+    pub fn offers_always(&self) -> bool {
+        !self.category.always_asks() && self.protected.is_none()
+    }
 }
 
 /// The user's answer to an [`Ask`].
@@ -242,10 +254,28 @@ pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
 /// asks waiting behind it.
 pub struct Service {
     agent: std::sync::RwLock<String>,
-    config_rules: Vec<Rule>,
+    config_rules: std::sync::RwLock<Vec<Rule>>,
     remembered: Arc<remembered::Remembered>,
     approver: Option<Arc<dyn Approver>>,
     ask_lock: tokio::sync::Mutex<()>,
+}
+
+/// `path` with symlinks resolved as far as the file system has it (the missing tail kept as is).
+fn resolve_existing(path: &Path) -> PathBuf {
+    let mut tail = Vec::new();
+    let mut current = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(current) {
+            return tail.iter().rev().fold(real, |acc, part| acc.join(part));
+        }
+        match (current.file_name(), current.parent()) {
+            (Some(name), Some(parent)) => {
+                tail.push(name);
+                current = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
@@ -272,7 +302,7 @@ impl Service {
     ) -> Self {
         Self {
             agent: std::sync::RwLock::new(agent.to_string()),
-            config_rules,
+            config_rules: std::sync::RwLock::new(config_rules),
             remembered,
             approver,
             ask_lock: tokio::sync::Mutex::new(()),
@@ -287,6 +317,11 @@ impl Service {
         *write(&self.agent) = agent.to_string();
     }
 
+    /// Replace the rules from configuration (the user trusted the project that sets them).
+    pub fn set_config_rules(&self, rules: Vec<Rule>) {
+        *write(&self.config_rules) = rules;
+    }
+
     /// The project's remembered rules (to list and revoke them).
     pub fn remembered(&self) -> &Arc<remembered::Remembered> {
         &self.remembered
@@ -294,12 +329,32 @@ impl Service {
 
     fn ruleset(&self) -> Ruleset {
         let mut rules = agent_rules(&self.agent());
-        rules.extend(self.config_rules.iter().cloned());
+        rules.extend(read(&self.config_rules));
         rules.extend(self.remembered.list());
         Ruleset { rules }
     }
 
-    fn decide(&self, ask: &Ask) -> Result<Action, Verdict> {
+    /// Why this call must ask whatever the rules say: it changes a protected path (checked on the path as given
+    /// and with its symlinks resolved), or names one in a command that is not read-only.
+    fn protection(&self, ask: &Ask) -> Option<String> {
+        let root = Path::new(self.remembered.project());
+        match ask.category {
+            Category::Edit => {
+                ask.presentation.patterns.iter().map(Path::new).filter(|p| p.is_absolute()).find_map(|p| {
+                    protected::protected(p, root)
+                        .or_else(|| protected::protected(&resolve_existing(p), &resolve_existing(root)))
+                })
+            }
+            Category::Shell | Category::DestructiveShell => ask
+                .raw_input
+                .get("command")
+                .and_then(Value::as_str)
+                .and_then(|command| protected::in_command(command, root, root)),
+            _ => None,
+        }
+    }
+
+    fn decide(&self, ask: &Ask, protected: bool) -> Result<Action, Verdict> {
         if let Some((rule, why)) = guard(&self.agent(), ask) {
             return Err(Verdict::Denied { rule, why });
         }
@@ -321,7 +376,8 @@ impl Service {
                 _ => overall = Action::Ask,
             }
         }
-        Ok(overall)
+        // A protected path asks even when a rule or the mode allows the call (only a deny beats it).
+        Ok(if protected { Action::Ask } else { overall })
     }
 
     /// The pattern an "always" answer remembers: the command prefix for commands, the whole project for edits,
@@ -352,7 +408,8 @@ impl Service {
 
     /// Decide whether the call may run, asking the user when the rules say so.
     pub async fn check(&self, ask: &Ask) -> Verdict {
-        match self.decide(ask) {
+        let protection = self.protection(ask);
+        match self.decide(ask, protection.is_some()) {
             Err(verdict) => return verdict,
             Ok(Action::Allow) => return Verdict::Allow,
             Ok(_) => {}
@@ -363,15 +420,27 @@ impl Service {
         };
         let _serial = self.ask_lock.lock().await;
         // An "always" answer given to an earlier ask may already settle this one.
-        match self.decide(ask) {
+        match self.decide(ask, protection.is_some()) {
             Err(verdict) => return verdict,
             Ok(Action::Allow) => return Verdict::Allow,
             Ok(_) => {}
         }
+        let marked;
+        let ask = match protection {
+            Some(why) => {
+                let mut presentation = ask.presentation.clone();
+                presentation
+                    .content
+                    .push(Content::Text(format!("**Protected:** {why} This asks every time.")));
+                marked = Ask { protected: Some(why), presentation, ..ask.clone() };
+                &marked
+            }
+            None => ask,
+        };
         match approver.ask(ask).await {
             Reply::AllowOnce => Verdict::Allow,
-            // Destructive and secret-touching commands ask every time: "always" counts once for them.
-            Reply::AllowAlways if ask.category.always_asks() => Verdict::Allow,
+            // Destructive and secret-touching commands and protected paths ask every time: "always" counts once.
+            Reply::AllowAlways if !ask.offers_always() => Verdict::Allow,
             Reply::AllowAlways => {
                 self.remember(ask, Action::Allow).await;
                 Verdict::Allow
@@ -394,11 +463,13 @@ mod tests {
     struct Scripted {
         replies: Mutex<Vec<Reply>>,
         asked: Mutex<Vec<String>>,
+        shown: Mutex<Vec<Ask>>,
     }
 
     impl Approver for Scripted {
         fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
             self.asked.lock().unwrap().push(ask.presentation.title.clone());
+            self.shown.lock().unwrap().push(ask.clone());
             let reply = self.replies.lock().unwrap().remove(0);
             Box::pin(async move { reply })
         }
@@ -416,6 +487,7 @@ mod tests {
                 ..Presentation::default()
             },
             raw_input: Value::Null,
+            protected: None,
         }
     }
 
@@ -444,7 +516,11 @@ mod tests {
     }
 
     fn scripted(replies: Vec<Reply>) -> Arc<Scripted> {
-        Arc::new(Scripted { replies: Mutex::new(replies), asked: Mutex::new(vec![]) })
+        Arc::new(Scripted {
+            replies: Mutex::new(replies),
+            asked: Mutex::new(vec![]),
+            shown: Mutex::new(vec![]),
+        })
     }
 
     #[tokio::test]
@@ -536,6 +612,61 @@ mod tests {
             yolo.check(&ask(Category::SecretShell, "cat .env")).await,
             Verdict::Rejected,
             "secrets still ask"
+        );
+    }
+
+    fn command(line: &str) -> Ask {
+        let mut ask = ask(Category::Shell, line.split_whitespace().next().unwrap());
+        ask.raw_input = serde_json::json!({"command": line});
+        ask
+    }
+
+    #[tokio::test]
+    async fn protected_paths_ask_in_every_mode_whatever_the_rules_and_never_offer_or_remember_always() {
+        for mode in ["build", "accept-edits", "yolo"] {
+            let approver = scripted(vec![Reply::AllowAlways, Reply::AllowAlways, Reply::RejectOnce]);
+            let s = service(mode, vec![Rule::new("*", "*", Action::Allow)], Some(approver.clone()));
+            s.remembered().add(Rule::new("edit", "/p/**", Action::Allow)).await;
+            let config = ask(Category::Edit, "/p/.tinycode/config.toml");
+            assert_eq!(s.check(&config).await, Verdict::Allow, "{mode}");
+            assert_eq!(s.check(&config).await, Verdict::Allow, "{mode}: asked again");
+            assert_eq!(s.check(&command("cp hook .git/hooks/pre-commit")).await, Verdict::Rejected, "{mode}");
+            assert_eq!(s.check(&ask(Category::Edit, "/p/src/main.rs")).await, Verdict::Allow, "{mode}");
+            let shown = approver.shown.lock().unwrap().clone();
+            assert_eq!(shown.len(), 3, "{mode}: ordinary files follow the rules");
+            assert!(shown.iter().all(|a| !a.offers_always() && a.protected.is_some()), "{mode}");
+            assert_eq!(
+                shown[0].presentation.content,
+                vec![Content::Text(
+                    "**Protected:** /p/.tinycode/config.toml is a protected path: `.tinycode` holds settings that can run code or change what the agent may do. This asks every time.".into()
+                )]
+            );
+            assert_eq!(s.remembered().list(), vec![Rule::new("edit", "/p/**", Action::Allow)], "{mode}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_protected_path_is_still_denied_by_a_deny_rule_and_fails_closed_without_anyone_to_ask() {
+        let s = service("yolo", vec![Rule::new("edit", "**/.git/**", Action::Deny)], None);
+        assert!(matches!(s.check(&ask(Category::Edit, "/p/.git/config")).await, Verdict::Denied { .. }));
+        assert_eq!(s.check(&ask(Category::Edit, "/p/.vscode/tasks.json")).await, Verdict::Rejected);
+        assert_eq!(s.check(&command("git config core.hooksPath /tmp/x")).await, Verdict::Rejected);
+        assert_eq!(s.check(&command("cargo build")).await, Verdict::Allow);
+    }
+
+    #[tokio::test]
+    async fn a_symlink_into_a_protected_directory_is_protected_by_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("p");
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git/hooks"), root.join("docs")).unwrap();
+        let remembered = Arc::new(remembered::Remembered::new(&root.display().to_string()));
+        let s = Service::new("yolo", remembered, vec![], None);
+        let through = root.join("docs/pre-commit").display().to_string();
+        assert_eq!(s.check(&ask(Category::Edit, &through)).await, Verdict::Rejected);
+        assert_eq!(
+            s.check(&ask(Category::Edit, &root.join("x.rs").display().to_string())).await,
+            Verdict::Allow
         );
     }
 }

@@ -17,7 +17,8 @@ use super::{Seams, Session, lock};
 use crate::agent::journal;
 use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
-use crate::config::{Config, ConfigError, Sources};
+use crate::config::trust::Trust;
+use crate::config::{Config, ConfigError, Loaded, Sources};
 use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
@@ -55,7 +56,11 @@ pub struct Manager {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     store: tokio::sync::OnceCell<Result<Store, StoreError>>,
     /// Model ids by provider, fetched from `GET /models`.
-    catalogue: Catalogue,
+    catalogue: Arc<Catalogue>,
+    /// Which projects the user trusts to configure the agent, and this process's answers.
+    trust: Arc<Trust>,
+    /// Put the trust question to the user (not in headless runs, which never trust a project).
+    ask_trust: bool,
     /// Remembered permission rules by project.
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
 }
@@ -68,15 +73,23 @@ impl Manager {
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
         Self {
+            trust: Arc::new(Trust::new(&sources)),
+            ask_trust: true,
             sources,
             registry,
             bus: Bus::new(),
             locks: Arc::new(FileLocks::default()),
             sessions: Mutex::new(HashMap::new()),
             store: tokio::sync::OnceCell::new(),
-            catalogue: Catalogue::default(),
+            catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Never ask the user to trust a project: its settings that need trust stay ignored.
+    pub fn without_trust_questions(mut self) -> Self {
+        self.ask_trust = false;
+        self
     }
 
     pub fn bus(&self) -> &Bus {
@@ -124,11 +137,12 @@ impl Manager {
     async fn assemble(
         &self,
         row: &SessionRow,
-        config: Config,
+        loaded: Loaded,
         conversation: Conversation,
         mcp_servers: Vec<Value>,
         seams: Seams,
     ) -> Arc<Session> {
+        let Loaded { config, untrusted } = loaded;
         let cwd = Path::new(&row.cwd).to_path_buf();
         let store =
             self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
@@ -154,8 +168,10 @@ impl Manager {
             )),
             tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
-            model: Arc::new(OpenAiClient::new(&config)),
-            models: self.catalogue.for_provider(&config, &self.bus),
+            model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
+            models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
+            models_swapped: Arc::new(tokio::sync::Notify::new()),
+            catalogue: self.catalogue.clone(),
             cwd,
             created_at: row.created_at,
             registry: self.registry.clone(),
@@ -171,7 +187,11 @@ impl Manager {
             active: Mutex::new(None),
             turns: std::sync::atomic::AtomicU64::new(0),
             closed: CancellationToken::new(),
-            config,
+            config: Mutex::new(Arc::new(config)),
+            sources: self.sources.clone(),
+            trust: self.trust.clone(),
+            untrusted: Mutex::new(untrusted),
+            trust_asker: Mutex::new(seams.trust.clone().filter(|_| self.ask_trust)),
         });
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
@@ -188,7 +208,8 @@ impl Manager {
         mcp_servers: Vec<Value>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
-        let config = Config::load(&self.sources, cwd)?;
+        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let config = &loaded.config;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let now = crate::clock::now_millis();
         let row = SessionRow {
@@ -211,7 +232,7 @@ impl Manager {
                 .map(|_| ())
             });
         }
-        Ok(self.assemble(&row, config, Conversation::default(), mcp_servers, seams(&id)).await)
+        Ok(self.assemble(&row, loaded, Conversation::default(), mcp_servers, seams(&id)).await)
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {
@@ -237,7 +258,8 @@ impl Manager {
             )));
         }
         let stored = store.messages(id).await?;
-        let config = Config::load(&self.sources, cwd)?;
+        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let config = &loaded.config;
         let todos = store.todos(id).await?;
         // Decoding a long conversation is CPU work: keep it off the async runtime.
         let (mut events, (history, shown)) = tokio::task::spawn_blocking(move || {
@@ -257,11 +279,12 @@ impl Manager {
             }
         }
         if let Some(live) = self.live(id) {
+            let seams = Seams { trust: seams.trust.filter(|_| self.ask_trust), ..seams };
             live.rebind(&seams);
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
-        let session = self.assemble(&row, config, conversation, Vec::new(), seams).await;
+        let session = self.assemble(&row, loaded, conversation, Vec::new(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }

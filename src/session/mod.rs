@@ -10,6 +10,7 @@ pub mod commands;
 pub mod manager;
 pub mod models;
 pub mod settings;
+pub mod trust;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +23,8 @@ use crate::agent::journal::Journal;
 use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink, StopReason, Turn, TurnError};
 use crate::bus::{Bus, Event};
 use crate::config::Config;
+use crate::config::Sources;
+use crate::config::trust::{Request, Trust};
 use crate::control::{Asker, Control, Todo};
 use crate::llm::{ModelClient, UserPart};
 use crate::permission::{self, Approver};
@@ -35,6 +38,7 @@ pub use commands::COMMANDS;
 use commands::Command;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
+pub use trust::{TrustAnswer, TrustAsker};
 
 /// Where agent-side changes to a session's settings are announced (the editor's mode and option pickers).
 pub trait SettingsSink: Send + Sync {
@@ -54,6 +58,8 @@ pub struct Seams {
     pub terminals: Option<Arc<dyn ClientTerminals>>,
     /// How questions reach the user; `None` sends them as messages and ends the turn.
     pub asker: Option<Arc<dyn Asker>>,
+    /// How the user is asked to trust a project; `None` never asks (its settings that need trust stay ignored).
+    pub trust: Option<Arc<dyn TrustAsker>>,
 }
 
 /// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
@@ -86,9 +92,10 @@ pub fn derive_title(parts: &[UserPart]) -> Option<String> {
 pub struct Session {
     pub id: String,
     pub cwd: PathBuf,
-    pub config: Config,
+    /// The configuration as it stands; replaced when the user trusts the project.
+    config: Mutex<Arc<Config>>,
     created_at: i64,
-    model: Arc<dyn ModelClient>,
+    model: Mutex<Arc<dyn ModelClient>>,
     registry: Arc<Registry>,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
@@ -102,12 +109,21 @@ pub struct Session {
     store: Option<Store>,
     settings: Mutex<Settings>,
     title: Mutex<Option<String>>,
-    models: Arc<models::ModelList>,
+    models: Mutex<Arc<models::ModelList>>,
+    /// Fired when `models` is replaced (a trusted project named another provider).
+    models_swapped: Arc<tokio::sync::Notify>,
+    catalogue: Arc<models::Catalogue>,
     conversation: tokio::sync::Mutex<Conversation>,
     /// The running (or queued) turn: its number and cancel token.
     active: Mutex<Option<(u64, CancellationToken)>>,
     turns: AtomicU64,
     closed: CancellationToken,
+    /// Where the configuration is reloaded from once the user trusts the project.
+    sources: Sources,
+    trust: Arc<Trust>,
+    /// What the project file wants that needs the user's trust, while they have not given it.
+    untrusted: Mutex<Option<Request>>,
+    trust_asker: Mutex<Option<Arc<dyn TrustAsker>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -126,7 +142,17 @@ impl Session {
     pub fn rebind(&self, seams: &Seams) {
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
+        *lock(&self.trust_asker) = seams.trust.clone();
         self.control.set_asker(seams.asker.clone());
+    }
+
+    /// The configuration as it stands.
+    pub fn config(&self) -> Arc<Config> {
+        lock(&self.config).clone()
+    }
+
+    fn models(&self) -> Arc<models::ModelList> {
+        lock(&self.models).clone()
     }
 
     /// Save the new to-do list, show it as the editor's plan, and announce it.
@@ -166,12 +192,12 @@ impl Session {
 
     /// The config options as they stand now.
     pub fn options(&self) -> Vec<ConfigOption> {
-        self.settings().options(&self.models.get())
+        self.settings().options(&self.models().get())
     }
 
     /// Change one option. Returns the complete new list.
     pub fn set_option(&self, option: &str, value: &str) -> Result<Vec<ConfigOption>, String> {
-        let models = self.models.get();
+        let models = self.models().get();
         lock(&self.settings).set(option, value, &models)?;
         self.apply_settings();
         Ok(self.options())
@@ -241,8 +267,13 @@ impl Session {
         if cancel.is_cancelled() {
             return Ok(StopReason::Cancelled);
         }
+        self.apply_trust();
+        let (config, model) = (self.config(), lock(&self.model).clone());
         let result = match commands::parse(&input) {
-            Some(Command::Compact) => Ok(self.compact_command(&mut conversation, &cancel).await),
+            Some(Command::Compact) => {
+                let turn = self.turn(&config, model.as_ref(), &self.settings(), cancel.clone());
+                Ok(self.compact_command(turn, &mut conversation, &cancel).await)
+            }
             Some(Command::Permissions(args)) => {
                 let reply = commands::permissions(self.perms.remembered(), &args).await;
                 self.reply(&reply);
@@ -251,7 +282,7 @@ impl Session {
             _ => {
                 self.name_from(&input);
                 let settings = self.settings();
-                let turn = self.turn(&settings, cancel.clone());
+                let turn = self.turn(&config, model.as_ref(), &settings, cancel.clone());
                 turn.run(&mut conversation, input, blocks).await
             }
         };
@@ -263,18 +294,24 @@ impl Session {
         result
     }
 
-    fn turn(&self, settings: &Settings, cancel: CancellationToken) -> Turn<'_> {
+    fn turn<'a>(
+        &'a self,
+        config: &'a Config,
+        model: &'a dyn ModelClient,
+        settings: &Settings,
+        cancel: CancellationToken,
+    ) -> Turn<'a> {
         Turn {
             session_id: &self.id,
             files: self.files.clone(),
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
             cwd: &self.cwd,
-            config: &self.config,
-            model: self.model.as_ref(),
+            config,
+            model,
             model_name: settings.model.clone(),
             reasoning_effort: settings.reasoning_effort(),
-            context_window: settings::context_window(&settings.model, self.config.context_window),
+            context_window: settings::context_window(&settings.model, config.context_window),
             plan_mode: settings.mode == Mode::Plan,
             registry: &self.registry,
             sink: self.sink(),
@@ -289,11 +326,10 @@ impl Session {
 
     async fn compact_command(
         &self,
+        turn: Turn<'_>,
         conversation: &mut Conversation,
         cancel: &CancellationToken,
     ) -> StopReason {
-        let settings = self.settings();
-        let turn = self.turn(&settings, cancel.clone());
         let reply = match turn.compact(conversation, 0).await {
             Some(CompactionStatus::Completed) => {
                 "Older messages were summarised; the conversation goes on from the summary."
@@ -315,18 +351,23 @@ impl Session {
 
     /// Fetch the provider's model list in the background (after the editor has the session), unless done.
     pub fn refresh_models(&self) {
-        self.models.refresh();
+        self.models().refresh();
     }
 
-    /// Announce the model list to the editor whenever it grows, until the session closes.
+    /// Announce the model list to the editor whenever it grows or is replaced, until the session closes.
     fn watch_models(self: &Arc<Self>) {
-        let mut changes = self.models.subscribe();
-        let (session, closed) = (Arc::downgrade(self), self.closed.clone());
+        let mut changes = self.models().subscribe();
+        let (session, closed, swapped) =
+            (Arc::downgrade(self), self.closed.clone(), self.models_swapped.clone());
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = closed.cancelled() => return,
                     changed = changes.changed() => if changed.is_err() { return },
+                    () = swapped.notified() => {
+                        let Some(session) = session.upgrade() else { return };
+                        changes = session.models().subscribe();
+                    }
                 }
                 let Some(session) = session.upgrade() else { return };
                 session.announce_settings(false);

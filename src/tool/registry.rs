@@ -97,6 +97,7 @@ impl Registry {
                 category,
                 presentation: presentation.clone(),
                 raw_input: args.clone(),
+                protected: None,
             };
             let verdict = tokio::select! {
                 verdict = perms.check(&ask) => verdict,

@@ -92,7 +92,8 @@ pub struct Files {
     roots: Vec<PathBuf>,
     client: Option<Arc<dyn ClientFs>>,
     locks: Arc<FileLocks>,
-    formatters: BTreeMap<String, Vec<String>>,
+    /// Replaced when the user trusts the project that configures them.
+    formatters: Mutex<BTreeMap<String, Vec<String>>>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
 }
 
@@ -136,7 +137,22 @@ impl Files {
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        Self { roots, client, locks, formatters, ledger: Mutex::new(HashMap::new()) }
+        Self { roots, client, locks, formatters: Mutex::new(formatters), ledger: Mutex::new(HashMap::new()) }
+    }
+
+    /// Use these formatters from the next write on.
+    pub fn set_formatters(&self, formatters: BTreeMap<String, Vec<String>>) {
+        *match self.formatters.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        } = formatters;
+    }
+
+    fn formatter_for(&self, path: &Path) -> Option<Vec<String>> {
+        match self.formatters.lock() {
+            Ok(formatters) => format::command_for(&formatters, path),
+            Err(poisoned) => format::command_for(&poisoned.into_inner(), path),
+        }
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, ReadRecord>> {
@@ -235,7 +251,7 @@ impl Files {
             }
         };
         let mut written = Written { via, content: content.to_string(), formatter_error: None };
-        if let Some(command) = format::command_for(&self.formatters, path) {
+        if let Some(command) = self.formatter_for(path) {
             match format::run(&command, cwd).await {
                 Err(e) => written.formatter_error = Some(e),
                 Ok(()) => self.adopt_formatted(path, &mut written).await,

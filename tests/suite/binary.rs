@@ -256,7 +256,7 @@ async fn stdout_carries_only_json_rpc_even_with_verbose_logging() {
     assert!(logs.contains("session/new"), "logs go to stderr: {logs}");
 }
 
-async fn run_headless(
+pub async fn run_headless(
     env: &Env,
     model: &FakeModel,
     args: &[&str],

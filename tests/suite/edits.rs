@@ -223,6 +223,7 @@ async fn write_creates_directories_and_files_and_reports_the_modified_file_as_a_
 #[tokio::test]
 async fn a_failing_formatter_is_reported_and_the_write_stands() {
     let h = Setup::new(vec![])
+        .trusted()
         .config("[formatters]\ntxt = [\"sh\", \"-c\", \"echo 'fmt: bad input' >&2; exit 2\", \"fmt\"]")
         .start()
         .await;
@@ -248,6 +249,7 @@ async fn a_failing_formatter_is_reported_and_the_write_stands() {
 async fn a_successful_formatter_result_reaches_the_editor_and_the_model() {
     let h = Setup::new(vec![])
         .capabilities(editor_fs())
+        .trusted()
         .config("[formatters]\ntxt = [\"sh\", \"-c\", \"tr a-z A-Z < \\\"$0\\\" > \\\"$0.tmp\\\" && mv \\\"$0.tmp\\\" \\\"$0\\\"\", \"{file}\"]")
         .start()
         .await;

@@ -10,4 +10,5 @@ mod questions;
 mod sessions;
 mod settings;
 mod shell;
+mod trust;
 mod turn;

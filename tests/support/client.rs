@@ -492,6 +492,8 @@ pub struct Harness {
     pub bus: tinycode::bus::Bus,
     capabilities: acp::ClientCapabilities,
     registry: Arc<Registry>,
+    /// The provider comes from the user's config file rather than the environment.
+    user_provider: bool,
 }
 
 pub struct Setup {
@@ -500,6 +502,10 @@ pub struct Setup {
     pub project_config: String,
     pub registry: Option<Registry>,
     pub capabilities: acp::ClientCapabilities,
+    /// Trust the project's settings before the agent starts (as `tinycode trust` would).
+    pub trusted: bool,
+    /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
+    pub user_provider: bool,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -528,7 +534,19 @@ impl Setup {
             project_config: String::new(),
             registry: None,
             capabilities: acp::ClientCapabilities::new(),
+            trusted: false,
+            user_provider: false,
         }
+    }
+
+    pub fn trusted(mut self) -> Self {
+        self.trusted = true;
+        self
+    }
+
+    pub fn provider_in_user_config(mut self) -> Self {
+        self.user_provider = true;
+        self
     }
 
     pub fn capabilities(mut self, capabilities: acp::ClientCapabilities) -> Self {
@@ -554,24 +572,55 @@ impl Setup {
         let config_home = root.path().join("config");
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(config_home.join("tinycode")).unwrap();
+        let model = FakeModel::start(self.script).await;
+        let provider = if self.user_provider {
+            format!("base_url = \"{}\"\napi_key = \"user-key\"\n", model.base_url)
+        } else {
+            String::new()
+        };
         std::fs::write(
             config_home.join("tinycode/config.toml"),
-            "[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n",
+            format!("{provider}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"),
         )
         .unwrap();
         if !self.project_config.is_empty() {
             std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
             std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
         }
-        let model = FakeModel::start(self.script).await;
-        let sources = sources(&model.base_url, &data, &config_home);
+        let sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
+        if self.trusted {
+            let trust = tinycode::config::trust::Trust::new(&sources);
+            let loaded = tinycode::config::Config::load(&sources, &cwd, &trust).unwrap();
+            trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
+        }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
         let manager = Manager::with_registry(sources, registry.clone());
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        Harness { root, cwd, data, model, client, bus, capabilities: self.capabilities, registry }
+        let user_provider = self.user_provider;
+        Harness {
+            root,
+            cwd,
+            data,
+            model,
+            client,
+            bus,
+            capabilities: self.capabilities,
+            registry,
+            user_provider,
+        }
     }
+}
+
+/// The environment of a test agent, with the provider in the environment or (`user_provider`) in the user's file.
+fn agent_sources(user_provider: bool, base_url: &str, data: &Path, config_home: &Path) -> Sources {
+    let mut sources = sources(base_url, data, config_home);
+    if user_provider {
+        sources.env.remove("TINYCODE_BASE_URL");
+        sources.env.remove("TINYCODE_API_KEY");
+    }
+    sources
 }
 
 /// The environment a test agent sees: the fake model, a key, a model name and private directories.
@@ -610,7 +659,12 @@ impl Harness {
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
-        let sources = sources(&self.model.base_url, &self.data, &self.root.path().join("config"));
+        let sources = agent_sources(
+            self.user_provider,
+            &self.model.base_url,
+            &self.data,
+            &self.root.path().join("config"),
+        );
         let client = TestClient::start(Manager::with_registry(sources, self.registry.clone())).await;
         client.initialize(self.capabilities.clone()).await;
         client

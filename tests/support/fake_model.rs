@@ -46,6 +46,8 @@ struct Shared {
     /// What `GET /v1/models` answers: the ids, or `None` for a 500.
     models: Option<Vec<String>>,
     model_listings: usize,
+    /// The `Authorization` header of every model-list request.
+    listing_authorizations: Vec<Option<String>>,
 }
 
 pub struct FakeModel {
@@ -90,6 +92,11 @@ impl FakeModel {
     /// How many times the model list was requested.
     pub fn model_listings(&self) -> usize {
         self.shared.lock().unwrap().model_listings
+    }
+
+    /// The `Authorization` header of every `GET /v1/models`, in order.
+    pub fn listing_authorizations(&self) -> Vec<Option<String>> {
+        self.shared.lock().unwrap().listing_authorizations.clone()
     }
 
     /// Every chat request received so far.
@@ -157,6 +164,9 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
         let models = {
             let mut shared = state.lock().unwrap();
             shared.model_listings += 1;
+            let authorization =
+                headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.clone());
+            shared.listing_authorizations.push(authorization);
             shared.models.clone()
         };
         let reply = match models {

@@ -1,0 +1,447 @@
+//! Project trust: `<project>/.tinycode/config.toml` arrives with whatever repository the user opens, so the
+//! settings in it that can run code, send data elsewhere or widen permissions are ignored until the user trusts
+//! that project. This module owns which settings are harmless (an allow-list: everything else needs trust, so
+//! a new setting is gated by default), what an untrusted file wants (shown in the ask), the trust record in the
+//! user's config directory (`trusted.toml`, keyed by the canonical project path, holding a fingerprint of the
+//! trusted settings so a change asks again), and this process's answers ("not now" is not asked again).
+//!
+//! Reads and writes only the trust record; never the project. Must not ask anyone (the session layer does).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+use toml::{Table, Value};
+
+use super::Sources;
+
+/// Settings a project file may set without trust, as dotted keys; an entry covers everything below it.
+/// They change limits and lists only: nothing in them runs, reaches a new host or allows anything.
+pub const HARMLESS: &[&str] = &[
+    "models",
+    "context_window",
+    "max_output_tokens",
+    "max_turn_requests",
+    "stream_idle_timeout_ms",
+    "connect_timeout_ms",
+    "retry",
+    "shell.client_terminals",
+];
+
+/// What each setting that needs trust lets a project do, as the ask words it. Settings of features not built yet
+/// are listed so they plug into the same gate; a setting missing here still needs trust (see [`HARMLESS`]).
+pub const GATED: &[(&str, &str)] = &[
+    ("base_url", "send your prompts and code to this server (your own API key is not sent there)"),
+    ("api_key", "use its own API key"),
+    ("provider", "choose the model provider"),
+    ("model", "choose the model new sessions use (with a router, this also picks who receives your code)"),
+    ("default_mode", "choose the mode new sessions start in (`yolo` and `accept-edits` ask less)"),
+    ("permission", "add permission rules (they can let commands and edits run without asking)"),
+    ("formatters", "run these commands after every file the agent writes"),
+    ("data_dir", "keep tinycode's task output in this directory"),
+    ("mcp_servers", "start these MCP servers"),
+    ("lsp", "start these language servers"),
+    ("commands", "add slash commands that run shell lines"),
+    ("hooks", "run these hooks"),
+    ("instructions", "load these instruction files into the prompt"),
+];
+
+/// Why an unlisted setting is gated.
+const UNCLASSIFIED: &str = "change a setting that is not known to be harmless";
+/// Values longer than this are cut in the ask.
+const MAX_SHOWN_VALUE: usize = 200;
+/// The record's file name in the user's tinycode config directory.
+pub const RECORD_FILE: &str = "trusted.toml";
+
+/// A trust record that cannot be read or written. Handled by whoever recorded the answer: the session layer logs
+/// it (the trust still holds for this process), `tinycode trust` prints it.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustError {
+    #[error("there is no user config directory to keep the trust record in (set XDG_CONFIG_HOME or HOME)")]
+    NoHome,
+    #[error("cannot read {path}: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// Is `key` (dotted) a harmless setting?
+pub fn is_harmless(key: &str) -> bool {
+    HARMLESS.iter().any(|h| key == *h || key.strip_prefix(h).is_some_and(|rest| rest.starts_with('.')))
+}
+
+/// What the ask says a gated setting does.
+pub fn why(key: &str) -> &'static str {
+    let top = key.split('.').next().unwrap_or(key);
+    GATED.iter().find(|(k, _)| *k == top).map(|(_, why)| *why).unwrap_or(UNCLASSIFIED)
+}
+
+/// Split a project file into its harmless part and its gated settings (dotted key and value, sorted).
+pub fn split(table: &Table) -> (Table, Vec<(String, Value)>) {
+    let mut gated = Vec::new();
+    let harmless = split_under(table, "", &mut gated);
+    (harmless, gated)
+}
+
+fn split_under(table: &Table, prefix: &str, gated: &mut Vec<(String, Value)>) -> Table {
+    let mut harmless = Table::new();
+    for (key, value) in table {
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
+        let below = format!("{path}.");
+        if is_harmless(&path) {
+            harmless.insert(key.clone(), value.clone());
+        } else if let (Value::Table(inner), true) = (value, HARMLESS.iter().any(|h| h.starts_with(&below))) {
+            let part = split_under(inner, &path, gated);
+            if !part.is_empty() {
+                harmless.insert(key.clone(), Value::Table(part));
+            }
+        } else {
+            gated.push((path, value.clone()));
+        }
+    }
+    harmless
+}
+
+/// One gated setting an untrusted project file sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    pub key: String,
+    /// The value as shown (keys are hidden, long values cut).
+    pub value: String,
+    pub why: &'static str,
+}
+
+/// What an untrusted project file wants: shown in the ask, and the answer is recorded against it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The canonical project directory.
+    pub project: PathBuf,
+    pub file: PathBuf,
+    /// `sha256:<hex>` of the gated settings: trust covers these settings, and a change asks again.
+    pub fingerprint: String,
+    pub wants: Vec<Want>,
+    /// The user trusted other settings of this project before.
+    pub changed: bool,
+}
+
+fn shown(key: &str, value: &Value) -> String {
+    if key.split('.').next_back() == Some("api_key") {
+        return "(hidden)".into();
+    }
+    let text = serde_json::to_string(value).unwrap_or_default();
+    if text.len() <= MAX_SHOWN_VALUE {
+        return text;
+    }
+    format!("{}…", &text[..text.floor_char_boundary(MAX_SHOWN_VALUE)])
+}
+
+/// The fingerprint of a set of gated settings.
+pub fn fingerprint(gated: &[(String, Value)]) -> String {
+    let canonical = serde_json::to_string(gated).unwrap_or_default();
+    let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+impl Request {
+    pub fn new(project: &Path, file: &Path, gated: &[(String, Value)]) -> Self {
+        let wants = gated
+            .iter()
+            .map(|(key, value)| Want { key: key.clone(), value: shown(key, value), why: why(key) })
+            .collect();
+        Self {
+            project: project.to_path_buf(),
+            file: file.to_path_buf(),
+            fingerprint: fingerprint(gated),
+            wants,
+            changed: false,
+        }
+    }
+
+    /// The question's title.
+    pub fn title(&self) -> String {
+        if self.changed {
+            format!("Trust the changed settings of {}?", self.project.display())
+        } else {
+            format!("Trust the project {}?", self.project.display())
+        }
+    }
+
+    /// What the file wants, one Markdown line per setting, and what happens until the user trusts it.
+    pub fn summary(&self) -> String {
+        let intro =
+            if self.changed { "changed since you trusted this project. It wants to:" } else { "wants to:" };
+        let mut text = format!("{} {intro}\n", self.file.display());
+        for want in &self.wants {
+            text.push_str(&format!("- {}: `{} = {}`\n", want.why, want.key, want.value));
+        }
+        text.push_str(
+            "\nUntil you trust the project these settings are ignored; the rest of the file applies. A repository \
+             you did not write can use them to run commands or send your code elsewhere.",
+        );
+        text
+    }
+}
+
+impl Request {
+    /// What a run that cannot ask says instead: what was ignored and how to trust the project.
+    pub fn ignored(&self) -> String {
+        let mut text = format!("Ignoring settings in {} that need your trust:\n", self.file.display());
+        for want in &self.wants {
+            text.push_str(&format!("  {} = {} ({})\n", want.key, want.value, want.why));
+        }
+        text.push_str(&format!(
+            "To apply them, trust the project: tinycode trust {}",
+            self.project.display()
+        ));
+        text
+    }
+}
+
+/// `tinycode trust [--revoke] [PATH]`: trust the settings the project file at `path` sets now (or stop trusting
+/// the project). Returns what to tell the user.
+pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, String> {
+    let project = std::fs::canonicalize(path).map_err(|e| format!("cannot use {}: {e}", path.display()))?;
+    if !project.is_dir() {
+        return Err(format!("{} is not a directory", project.display()));
+    }
+    let trust = Trust::new(sources);
+    if revoke {
+        return match trust.revoke(&project).map_err(|e| e.to_string())? {
+            true => Ok(format!(
+                "No longer trusting {}: its settings that need trust are ignored again.",
+                project.display()
+            )),
+            false => Ok(format!("{} was not trusted.", project.display())),
+        };
+    }
+    let loaded = super::Config::load(sources, &project, &trust).map_err(|e| e.to_string())?;
+    let Some(request) = loaded.untrusted else {
+        let file = super::Config::project_file(&project);
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
+        return Ok(if gated.is_empty() {
+            format!("{} sets nothing that needs trust; there is nothing to trust.", file.display())
+        } else {
+            format!("{} is already trusted with its current settings.", project.display())
+        });
+    };
+    trust.grant(&request).map_err(|e| e.to_string())?;
+    let mut text =
+        format!("Trusted {}. These settings of {} now apply:\n", project.display(), request.file.display());
+    for want in &request.wants {
+        text.push_str(&format!("  {} = {}\n", want.key, want.value));
+    }
+    text.push_str("When they change, tinycode asks again.");
+    Ok(text)
+}
+
+/// The trust record as stored.
+#[derive(Debug, Default, Deserialize)]
+struct Record {
+    #[serde(default)]
+    projects: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct Entry {
+    settings: String,
+    trusted_at: Option<String>,
+}
+
+/// A TOML basic string.
+fn quoted(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+impl Record {
+    fn read(path: &Path) -> Result<Record, TrustError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Record::default()),
+            Err(e) => return Err(TrustError::Read { path: path.into(), message: e.to_string() }),
+        };
+        toml::from_str(&text).map_err(|e| TrustError::Read { path: path.into(), message: e.to_string() })
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::from(
+            "# Projects whose .tinycode/config.toml you trust, written by tinycode (`tinycode trust [--revoke] PATH`).\n\
+             # `settings` fingerprints the settings you trusted: when they change, tinycode asks again.\n",
+        );
+        for (project, entry) in &self.projects {
+            text.push_str(&format!(
+                "\n[projects.{}]\nsettings = {}\n",
+                quoted(project),
+                quoted(&entry.settings)
+            ));
+            if let Some(at) = &entry.trusted_at {
+                text.push_str(&format!("trusted_at = {}\n", quoted(at)));
+            }
+        }
+        text
+    }
+
+    /// Replace the file atomically, readable by the user only.
+    fn write(&self, path: &Path) -> Result<(), TrustError> {
+        let failed = |source| TrustError::Write { path: path.into(), source };
+        let dir = path.parent().ok_or_else(|| failed(std::io::ErrorKind::InvalidInput.into()))?;
+        std::fs::create_dir_all(dir).map_err(failed)?;
+        let temp = dir.join(format!(".{RECORD_FILE}.{}.tmp", uuid::Uuid::new_v4().simple()));
+        let written = (|| {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true).truncate(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&temp)?;
+            file.write_all(self.render().as_bytes())?;
+            file.sync_all()?;
+            std::fs::rename(&temp, path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written.map_err(failed)
+    }
+}
+
+/// Whether a project's gated settings are trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    Trusted,
+    /// The user trusted other settings of this project (they changed since).
+    Changed,
+    Unknown,
+}
+
+type Key = (PathBuf, String);
+
+fn key(request: &Request) -> Key {
+    (request.project.clone(), request.fingerprint.clone())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+/// Trust decisions: the user's record plus this process's answers. One per process (the session manager's).
+pub struct Trust {
+    record: Option<PathBuf>,
+    /// Held while the record is read, changed and written, so two answers in this process never lose one.
+    writing: Mutex<()>,
+    trusted: Mutex<HashSet<Key>>,
+    declined: Mutex<HashSet<Key>>,
+    asking: Mutex<HashSet<Key>>,
+}
+
+impl Trust {
+    pub fn new(sources: &Sources) -> Self {
+        Self {
+            record: sources.user_config_home.as_ref().map(|home| home.join("tinycode").join(RECORD_FILE)),
+            writing: Mutex::default(),
+            trusted: Mutex::default(),
+            declined: Mutex::default(),
+            asking: Mutex::default(),
+        }
+    }
+
+    /// The record file, when there is a user config directory.
+    pub fn record_path(&self) -> Option<&Path> {
+        self.record.as_deref()
+    }
+
+    fn entry(&self, project: &Path) -> Option<Entry> {
+        let path = self.record.as_ref()?;
+        match Record::read(path) {
+            Ok(mut record) => record.projects.remove(&project.display().to_string()),
+            Err(e) => {
+                // Fail closed: an unreadable record trusts nothing.
+                tracing::warn!(error = %e, "ignoring the project trust record");
+                None
+            }
+        }
+    }
+
+    /// How the user stands on `fingerprint` of `project` (canonical).
+    pub fn standing(&self, project: &Path, fingerprint: &str) -> Standing {
+        let key = (project.to_path_buf(), fingerprint.to_string());
+        if lock(&self.trusted).contains(&key) {
+            return Standing::Trusted;
+        }
+        match self.entry(project) {
+            Some(entry) if entry.settings == fingerprint => Standing::Trusted,
+            Some(_) => Standing::Changed,
+            None => Standing::Unknown,
+        }
+    }
+
+    /// Trust the settings `request` describes, for this process and in the record.
+    pub fn grant(&self, request: &Request) -> Result<(), TrustError> {
+        lock(&self.trusted).insert(key(request));
+        lock(&self.declined).remove(&key(request));
+        let path = self.record.as_ref().ok_or(TrustError::NoHome)?;
+        let _writing = lock(&self.writing);
+        let mut record = Record::read(path)?;
+        let entry = Entry {
+            settings: request.fingerprint.clone(),
+            trusted_at: Some(crate::clock::iso8601(crate::clock::now_millis())),
+        };
+        record.projects.insert(request.project.display().to_string(), entry);
+        record.write(path)
+    }
+
+    /// Forget the trust in `project` (canonical). Returns whether the record had it.
+    pub fn revoke(&self, project: &Path) -> Result<bool, TrustError> {
+        lock(&self.trusted).retain(|(p, _)| p != project);
+        let path = self.record.as_ref().ok_or(TrustError::NoHome)?;
+        let _writing = lock(&self.writing);
+        let mut record = Record::read(path)?;
+        let had = record.projects.remove(&project.display().to_string()).is_some();
+        if had {
+            record.write(path)?;
+        }
+        Ok(had)
+    }
+
+    /// Remember "not now" for this process.
+    pub fn decline(&self, request: &Request) {
+        lock(&self.declined).insert(key(request));
+    }
+
+    /// Claim the ask for `request`: false when it was declined in this process, is trusted, or is being asked.
+    pub fn begin_ask(&self, request: &Request) -> bool {
+        let key = key(request);
+        if lock(&self.declined).contains(&key) || lock(&self.trusted).contains(&key) {
+            return false;
+        }
+        lock(&self.asking).insert(key)
+    }
+
+    /// The ask claimed by [`Trust::begin_ask`] is over.
+    pub fn end_ask(&self, request: &Request) {
+        lock(&self.asking).remove(&key(request));
+    }
+}
+
+/// `path` with symlinks resolved when it exists (the key of the trust record).
+pub fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests;

@@ -113,13 +113,25 @@ impl Rule {
     }
 }
 
+/// The end of a shell pattern that covers one command exactly, not every command it starts.
+pub const EXACTLY: &str = " (exactly)";
+
+/// A shell pattern covering exactly `command` (normalised as the classifier writes it).
+pub fn exact_pattern(command: &str) -> String {
+    format!("{command}{EXACTLY}")
+}
+
 /// Does `pattern` cover `value` for this category? Shell categories use whole-word command prefixes
-/// (`git commit` covers `git commit -m x` but not `git committed`); the others use globs.
+/// (`git commit` covers `git commit -m x` but not `git committed`), or the whole command when the pattern ends in
+/// [`EXACTLY`]; the others use globs.
 fn pattern_matches(category: Category, pattern: &str, value: &str) -> bool {
     if pattern == "*" {
         return true;
     }
     match category {
+        Category::Shell | Category::DestructiveShell | Category::SecretShell if pattern.ends_with(EXACTLY) => {
+            pattern == value
+        }
         Category::Shell | Category::DestructiveShell | Category::SecretShell => {
             let want: Vec<&str> = pattern.split_whitespace().collect();
             let have: Vec<&str> = value.split_whitespace().collect();

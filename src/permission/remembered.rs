@@ -1,12 +1,31 @@
 //! The rules a project remembers from "always" answers: shared by every session of the project in this
 //! process, saved to the store so they survive restarts, and listed and revoked by number (`/permissions`).
 //!
+//! Only rules that cannot widen themselves are kept: an "always allow" for commands names one plain command prefix
+//! (`git commit`) or one exact command, never a shell, interpreter or wrapper (`sh`, `python3`, `env`, `xargs`,
+//! `sudo`, `find`, …), a path or everything, and destructive or secret-touching commands are never allowed for
+//! good. Rules saved by older versions that break this are dropped when loaded.
+//!
 //! Owns the in-memory list and its persistence. Rule semantics (matching, scope) belong to the parent module.
 
 use std::sync::{OnceLock, RwLock};
 
-use super::Rule;
+use super::{Action, Category, EXACTLY, Rule};
+use crate::shell::classify::may_be_prefix;
 use crate::store::Store;
+
+/// May `rule` be remembered from an "always" answer (or kept from the store)?
+pub fn may_remember(rule: &Rule) -> bool {
+    if rule.action != Action::Allow {
+        return true;
+    }
+    match Category::parse(&rule.permission) {
+        Some(Category::DestructiveShell | Category::SecretShell) => false,
+        Some(Category::Shell) => rule.pattern.ends_with(EXACTLY) || may_be_prefix(&rule.pattern),
+        Some(_) => true,
+        None => false,
+    }
+}
 
 /// One project's remembered rules, oldest first.
 pub struct Remembered {
@@ -32,6 +51,13 @@ impl Remembered {
                         let action = serde_json::from_value(serde_json::Value::String(r.action)).ok()?;
                         Some(Rule { permission: r.permission, pattern: r.pattern, action })
                     })
+                    .filter(|rule| {
+                        let keep = may_remember(rule);
+                        if !keep {
+                            tracing::warn!(permission = %rule.permission, pattern = %rule.pattern, "dropped a remembered rule that could allow more than the user saw");
+                        }
+                        keep
+                    })
                     .collect();
                 *write(&remembered.rules) = rules;
             }
@@ -52,8 +78,13 @@ impl Remembered {
         }
     }
 
-    /// Remember `rule`, replacing an earlier rule for the same permission and pattern.
+    /// Remember `rule`, replacing an earlier rule for the same permission and pattern. A rule that
+    /// [`may_remember`] refuses is not kept.
     pub async fn add(&self, rule: Rule) {
+        if !may_remember(&rule) {
+            tracing::warn!(permission = %rule.permission, pattern = %rule.pattern, "not remembering a rule that could allow more than the user saw");
+            return;
+        }
         {
             let mut rules = write(&self.rules);
             rules.retain(|r| !(r.permission == rule.permission && r.pattern == rule.pattern));

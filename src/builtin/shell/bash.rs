@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::display::{Content, Kind as DisplayKind, Presentation};
-use crate::permission::Category;
+use crate::permission::{self, Category};
 use crate::shell::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
-use crate::shell::classify::{self, Class};
+use crate::shell::classify::{self, Class, Host, Shape};
 use crate::shell::process;
 use crate::shell::tasks::Kind;
 use crate::shell::terminal::ClientTerminals;
@@ -74,15 +74,27 @@ pub fn present(args: &Value, _cwd: &Path) -> Presentation {
         title: title(command),
         kind: DisplayKind::Execute,
         locations: Vec::new(),
-        patterns: classify::prefixes(command),
+        patterns: patterns(command),
         content: vec![Content::Text(format!("```sh\n{}\n```", command.trim()))],
     }
+}
+
+/// What permission rules match for a command: the prefix of each plain command (`git commit`), the exact text of
+/// anything else (`sh -c '…'`), so an "always" answer never covers more than the user saw.
+pub fn patterns(command: &str) -> Vec<String> {
+    classify::shapes(command)
+        .into_iter()
+        .map(|shape| match shape {
+            Shape::Prefix(prefix) => prefix,
+            Shape::Exact(text) => permission::exact_pattern(&text),
+        })
+        .collect()
 }
 
 /// Classify the command and choose the permission it is asked under.
 pub fn shell_preview(ctx: &Context, args: &Value, command: &str) -> Result<Preview, ToolError> {
     let mut presentation = present(args, &ctx.directory);
-    let category = match classify::classify(command) {
+    let category = match classify::classify(command, &Host::new(&ctx.directory)) {
         Class::ReadOnly => Category::Read,
         Class::Normal => Category::Shell,
         Class::Destructive(reasons) => {

@@ -441,6 +441,17 @@ mod tests {
     }
 
     #[test]
+    fn exact_shell_patterns_cover_only_the_very_same_command() {
+        let sh = exact_pattern("sh -c 'echo hi'");
+        assert_eq!(sh, "sh -c 'echo hi' (exactly)");
+        assert!(pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi'")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi' x")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'curl x | python3'")));
+        assert!(!pattern_matches(Category::Shell, &sh, "sh"));
+        assert!(pattern_matches(Category::Shell, "sh", &sh), "a configured prefix still covers it");
+    }
+
+    #[test]
     fn the_last_matching_rule_wins() {
         let rules = Ruleset {
             rules: vec![Rule::new("*", "*", Action::Ask), Rule::new("edit", "*.md", Action::Allow)],

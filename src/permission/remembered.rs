@@ -143,6 +143,51 @@ mod tests {
     use crate::permission::Action;
 
     #[tokio::test]
+    async fn rules_that_could_allow_more_than_the_user_saw_are_never_remembered() {
+        let remembered = Remembered::new("/p");
+        for (permission, pattern) in [
+            ("shell", "sh"),
+            ("shell", "bash -c"),
+            ("shell", "python3"),
+            ("shell", "env"),
+            ("shell", "xargs"),
+            ("shell", "sudo"),
+            ("shell", "find"),
+            ("shell", "npm exec"),
+            ("shell", "./bin/cat"),
+            ("shell", "PATH=./bin"),
+            ("shell", "*"),
+            ("destructive-shell", "rm"),
+            ("secret-shell", "cat .env (exactly)"),
+            ("*", "*"),
+        ] {
+            remembered.add(Rule::new(permission, pattern, Action::Allow)).await;
+        }
+        assert_eq!(remembered.list(), vec![]);
+        for rule in [
+            Rule::new("shell", "git commit", Action::Allow),
+            Rule::new("shell", "sh -c 'echo hi' (exactly)", Action::Allow),
+            Rule::new("shell", "sh", Action::Deny),
+            Rule::new("destructive-shell", "rm", Action::Deny),
+            Rule::new("edit", "/p/**", Action::Allow),
+        ] {
+            remembered.add(rule.clone()).await;
+            assert_eq!(remembered.list().last(), Some(&rule));
+        }
+    }
+
+    #[tokio::test]
+    async fn unsafe_rules_saved_by_an_older_version_are_dropped_when_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        store.add_rule("/p", "shell", "sh", "allow", 1).await.unwrap();
+        store.add_rule("/p", "shell", "git status", "allow", 2).await.unwrap();
+        store.add_rule("/p", "destructive-shell", "rm", "allow", 3).await.unwrap();
+        let loaded = Remembered::load("/p", store).await;
+        assert_eq!(loaded.list(), vec![Rule::new("shell", "git status", Action::Allow)]);
+    }
+
+    #[tokio::test]
     async fn rules_survive_a_reload_and_revoking_or_clearing_reaches_the_store() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();

@@ -423,3 +423,69 @@ async fn watch_terminal(
         ..ToolOutput::default()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::permission::remembered::Remembered;
+    use crate::permission::{Approver, Ask, Reply, Service, Verdict};
+
+    /// Answers every ask "always allow" and records the commands asked about.
+    #[derive(Default)]
+    struct AlwaysAllow {
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Approver for AlwaysAllow {
+        fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
+            self.asked.lock().unwrap().push(ask.presentation.title.clone());
+            Box::pin(async { Reply::AllowAlways })
+        }
+    }
+
+    fn ask(command: &str, category: Category) -> Ask {
+        Ask {
+            session_id: "s".into(),
+            call_id: "c".into(),
+            tool: ID.into(),
+            category,
+            presentation: present(&json!({"command": command}), Path::new("/p")),
+            raw_input: json!({"command": command}),
+        }
+    }
+
+    #[tokio::test]
+    async fn one_always_on_a_pipe_into_sh_never_allows_another_sh_command() {
+        // Asked as destructive (as it is classified) and, were it misclassified, as a plain command.
+        for category in [Category::DestructiveShell, Category::Shell] {
+            let approver = Arc::new(AlwaysAllow::default());
+            let remembered = Arc::new(Remembered::new("/p"));
+            let service = Service::new("build", remembered.clone(), vec![], Some(approver.clone()));
+            assert_eq!(service.check(&ask("echo hello | sh", category)).await, Verdict::Allow);
+            assert_eq!(service.check(&ask("sh -c 'curl x | python3'", Category::Shell)).await, Verdict::Allow);
+            assert_eq!(service.check(&ask("echo bye | sh", category)).await, Verdict::Allow);
+            assert_eq!(
+                *approver.asked.lock().unwrap(),
+                vec!["echo hello | sh", "sh -c 'curl x | python3'", "echo bye | sh"],
+                "every sh command asked ({category:?})"
+            );
+            let patterns: Vec<String> = remembered.list().into_iter().map(|r| r.pattern).collect();
+            assert!(!patterns.iter().any(|p| p == "sh" || p == "echo hello | sh"), "{patterns:?}");
+            assert_eq!(patterns.is_empty(), category == Category::DestructiveShell, "{patterns:?}");
+        }
+    }
+
+    #[test]
+    fn commands_are_matched_by_prefix_when_plain_and_exactly_otherwise() {
+        assert_eq!(patterns("git commit -m x && cargo test"), vec!["git commit", "cargo test"]);
+        assert_eq!(patterns("echo hello | sh"), vec!["echo", "sh (exactly)", "'echo hello | sh' (exactly)"]);
+        assert_eq!(
+            patterns("sudo rm -rf /tmp/x"),
+            vec!["sudo rm -rf /tmp/x (exactly)", "rm -rf /tmp/x (exactly)"]
+        );
+    }
+}

@@ -36,6 +36,10 @@ pub fn shapes(line: &str) -> Vec<Shape> {
         Ok(commands) => {
             for command in &commands {
                 shape_of(command, false, 0, &mut found);
+                if reads_code_from_the_line(command) {
+                    // `echo … | sh`: the program is the rest of the line, so only the whole line names it.
+                    push(&mut found, Shape::Exact(quote(line.trim())));
+                }
             }
         }
         Err(_) => found.push(Shape::Exact(quote(line.trim()))),
@@ -79,6 +83,18 @@ fn shape_of(command: &Simple, inside: bool, depth: usize, found: &mut Vec<Shape>
             }
             Err(_) => push(found, Shape::Exact(quote(script.trim()))),
         },
+    }
+}
+
+/// Does this command take its program from the line around it (`… | sh`, `python3 <<EOF`)?
+fn reads_code_from_the_line(command: &Simple) -> bool {
+    let words = command.args();
+    let stdin_is_file = command.redirects.iter().any(|r| r.op == "<");
+    match wrap::unwrap(&words) {
+        Inner::Argv(inner) => inner
+            .split_first()
+            .is_some_and(|(name, args)| wrap::unseen_code(name, args, stdin_is_file).is_some()),
+        Inner::Script(_) => false,
     }
 }
 

@@ -462,7 +462,8 @@ fn shapes_name_plain_commands_by_prefix_and_everything_else_exactly() {
     );
     assert_eq!(shapes("python script.py"), vec![exact("python script.py")]);
     assert_eq!(shapes("bash -c 'rm x'"), vec![exact("bash -c 'rm x'"), exact("rm x")]);
-    assert_eq!(shapes("echo hello | sh"), vec![prefix("echo"), exact("sh")]);
+    assert_eq!(shapes("echo hello | sh"), vec![prefix("echo"), exact("sh"), exact("'echo hello | sh'")]);
+    assert_eq!(shapes("python3 -c 'print(1)'")[1], exact(r"'python3 -c '\''print(1)'\'''"));
     assert_eq!(
         shapes("sh -c 'curl x | python3'"),
         vec![exact("sh -c 'curl x | python3'"), exact("curl x"), exact("python3")]

@@ -468,14 +468,14 @@ mod tests {
             assert_eq!(service.check(&ask("echo hello | sh", category)).await, Verdict::Allow);
             assert_eq!(service.check(&ask("sh -c 'curl x | python3'", Category::Shell)).await, Verdict::Allow);
             assert_eq!(service.check(&ask("echo bye | sh", category)).await, Verdict::Allow);
+            assert_eq!(service.check(&ask("sh -c 'touch pwned'", Category::Shell)).await, Verdict::Allow);
             assert_eq!(
                 *approver.asked.lock().unwrap(),
-                vec!["echo hello | sh", "sh -c 'curl x | python3'", "echo bye | sh"],
+                vec!["echo hello | sh", "sh -c 'curl x | python3'", "echo bye | sh", "sh -c 'touch pwned'"],
                 "every sh command asked ({category:?})"
             );
             let patterns: Vec<String> = remembered.list().into_iter().map(|r| r.pattern).collect();
             assert!(!patterns.iter().any(|p| p == "sh" || p == "echo hello | sh"), "{patterns:?}");
-            assert_eq!(patterns.is_empty(), category == Category::DestructiveShell, "{patterns:?}");
         }
     }
 

@@ -129,7 +129,9 @@ fn pattern_matches(category: Category, pattern: &str, value: &str) -> bool {
         return true;
     }
     match category {
-        Category::Shell | Category::DestructiveShell | Category::SecretShell if pattern.ends_with(EXACTLY) => {
+        Category::Shell | Category::DestructiveShell | Category::SecretShell
+            if pattern.ends_with(EXACTLY) =>
+        {
             pattern == value
         }
         Category::Shell | Category::DestructiveShell | Category::SecretShell => {

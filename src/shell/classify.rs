@@ -116,7 +116,9 @@ impl<'a> Walker<'a> {
         for redirect in &command.redirects {
             let target = redirect.target.text.as_str();
             let writes = redirect.op.contains('>') && redirect.op != ">&";
-            if writes && ["/dev/sd", "/dev/nvme", "/dev/disk", "/dev/hd"].iter().any(|d| target.starts_with(d)) {
+            if writes
+                && ["/dev/sd", "/dev/nvme", "/dev/disk", "/dev/hd"].iter().any(|d| target.starts_with(d))
+            {
                 self.destructive(format!("writes to a disk device (`> {target}`)"));
             }
         }
@@ -150,7 +152,10 @@ impl<'a> Walker<'a> {
         self.assignments(&words);
         let Some(first) = argv.iter().find(|w| !is_assignment(&w.text)) else { return };
         if first.dynamic {
-            self.destructive(format!("runs a command whose name is only known at run time (`{}`)", first.text));
+            self.destructive(format!(
+                "runs a command whose name is only known at run time (`{}`)",
+                first.text
+            ));
             self.read_only = false;
             return;
         }

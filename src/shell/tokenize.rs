@@ -685,7 +685,8 @@ fn scan_body(text: &str) -> Result<(bool, Vec<String>), Unparsable> {
 }
 
 /// Leading words that are shell syntax rather than a command name.
-const KEYWORDS: &[&str] = &["{", "}", "!", "then", "do", "else", "if", "elif", "while", "until", "fi", "done"];
+const KEYWORDS: &[&str] =
+    &["{", "}", "!", "then", "do", "else", "if", "elif", "while", "until", "fi", "done"];
 
 /// Every simple command in `line`, including those inside substitutions.
 pub fn parse(line: &str) -> Result<Vec<Simple>, Unparsable> {

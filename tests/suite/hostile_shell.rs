@@ -94,9 +94,9 @@ async fn plan_mode_refuses_hostile_commands_without_asking_and_still_runs_reads(
     assert_eq!(std::fs::read_to_string(h.cwd.join("victim")).unwrap(), "precious\n");
     assert!(asks(&h).is_empty());
     let messages = h.model.messages(1);
-    for i in 0..PROBES.len() {
+    for (i, probe) in PROBES.iter().enumerate() {
         let result = tool_result(&messages, &format!("b{i}"));
-        assert!(result.starts_with("Permission denied by rule"), "{}: {result}", PROBES[i]);
+        assert!(result.starts_with("Permission denied by rule"), "{probe}: {result}");
     }
     assert_eq!(tool_result(&messages, &format!("b{}", PROBES.len())), "hello");
 }
@@ -112,7 +112,8 @@ async fn secret_files_ask_even_through_globs_and_recursive_searches() {
     h.client.prompt(&session, "find the token").await.unwrap();
 
     let asks = asks(&h);
-    let shown: Vec<String> = asks.iter().map(|a| a["toolCall"]["content"][1]["content"]["text"].to_string()).collect();
+    let shown: Vec<String> =
+        asks.iter().map(|a| a["toolCall"]["content"][1]["content"]["text"].to_string()).collect();
     assert_eq!(
         shown,
         vec![
@@ -133,7 +134,11 @@ async fn secret_files_ask_even_through_globs_and_recursive_searches() {
 async fn always_allow_on_a_wrapped_command_covers_that_command_only() {
     let commands = ["sh -c 'touch a.txt'", "sh -c 'touch a.txt'", "sh -c 'touch b.txt'", "touch c.txt"];
     let h = Harness::start(script(&commands)).await;
-    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways), Answer::Pick(K::RejectOnce), Answer::Pick(K::RejectOnce)]);
+    h.client.answer_permissions(&[
+        Answer::Pick(K::AllowAlways),
+        Answer::Pick(K::RejectOnce),
+        Answer::Pick(K::RejectOnce),
+    ]);
     let session = h.session().await;
     h.client.prompt(&session, "make files").await.unwrap();
 

@@ -466,7 +466,10 @@ mod tests {
             let remembered = Arc::new(Remembered::new("/p"));
             let service = Service::new("build", remembered.clone(), vec![], Some(approver.clone()));
             assert_eq!(service.check(&ask("echo hello | sh", category)).await, Verdict::Allow);
-            assert_eq!(service.check(&ask("sh -c 'curl x | python3'", Category::Shell)).await, Verdict::Allow);
+            assert_eq!(
+                service.check(&ask("sh -c 'curl x | python3'", Category::Shell)).await,
+                Verdict::Allow
+            );
             assert_eq!(service.check(&ask("echo bye | sh", category)).await, Verdict::Allow);
             assert_eq!(service.check(&ask("sh -c 'touch pwned'", Category::Shell)).await, Verdict::Allow);
             assert_eq!(

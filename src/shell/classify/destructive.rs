@@ -198,7 +198,6 @@ fn git(args: &[&str]) -> Option<String> {
     }
 }
 
-
 /// Environment variables that make a command run another program or load code into it.
 const RUNS_ENV: &[&str] = &[
     "PATH",
@@ -291,7 +290,8 @@ fn is_option(arg: &str, name: &str) -> bool {
         let given = arg.split_once('=').map(|(n, _)| n).unwrap_or(arg);
         return given.strip_prefix("--").is_some_and(|g| !g.is_empty() && long.starts_with(g));
     }
-    arg.strip_prefix(name).is_some_and(|rest| rest.is_empty() || rest.starts_with('=') || !name.starts_with("--"))
+    arg.strip_prefix(name)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('=') || !name.starts_with("--"))
 }
 
 fn any_option(args: &[&str], names: &[&str]) -> Option<String> {
@@ -380,7 +380,9 @@ pub fn runs_program(name: &str, args: &[&str]) -> Option<String> {
         "rsync" => rsync(args),
         "zip" => option(&["-TT", "--unzip-command"]),
         "man" => option(&["-P", "--pager", "-H", "--html"]),
-        "less" | "more" => args.iter().find(|a| a.starts_with('+') && a.contains(['!', '|'])).map(|a| a.to_string()),
+        "less" | "more" => {
+            args.iter().find(|a| a.starts_with('+') && a.contains(['!', '|'])).map(|a| a.to_string())
+        }
         "ssh" | "scp" | "sftp" => args
             .iter()
             .find(|a| {

@@ -98,8 +98,8 @@ enum Takes {
 }
 
 fn option(spec: &Spec, name: &str) -> Option<Takes> {
-    spec.options.iter().flat_map(|group| group.iter()).find_map(|o| {
-        if *o == name {
+    spec.options.iter().flat_map(|group| group.split_whitespace()).find_map(|o| {
+        if o == name {
             Some(Takes::Nothing)
         } else if o.strip_suffix('=') == Some(name) {
             Some(Takes::Value)
@@ -254,7 +254,9 @@ fn git_dir_runs_nothing(gitdir: &Path) -> bool {
 
 fn config_runs_nothing(path: &Path) -> bool {
     match std::fs::read_to_string(path) {
-        Ok(text) => config_keys(&text).iter().all(|key| !GIT_CONFIG_RUNS.iter().any(|word| key.contains(word))),
+        Ok(text) => {
+            config_keys(&text).iter().all(|key| !GIT_CONFIG_RUNS.iter().any(|word| key.contains(word)))
+        }
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
 }

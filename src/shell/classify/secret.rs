@@ -95,9 +95,11 @@ pub fn is_secret_path(path: &str) -> bool {
 /// The parts of a word that may name a file: each whitespace-separated piece (a word can hold a whole script for
 /// `sh -c`) and what follows an `=` (`--env-file=.env`, `F=.env`).
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '"' | '\''))
-        .flat_map(|piece| [piece, piece.rsplit_once('=').map(|(_, v)| v).unwrap_or("")])
-        .filter(|piece| !piece.is_empty())
+    text.split(|c: char| {
+        c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '"' | '\'')
+    })
+    .flat_map(|piece| [piece, piece.rsplit_once('=').map(|(_, v)| v).unwrap_or("")])
+    .filter(|piece| !piece.is_empty())
 }
 
 fn note(found: &mut Vec<String>, what: String) {
@@ -417,14 +419,16 @@ struct Walk {
 /// How `argv` searches file contents recursively, if it does.
 fn search_mode(argv: &[&str]) -> Option<Walk> {
     let (&name, args) = argv.split_first()?;
-    let short = |letter: char| args.iter().any(|a| !a.starts_with("--") && a.starts_with('-') && a.contains(letter));
+    let short =
+        |letter: char| args.iter().any(|a| !a.starts_with("--") && a.starts_with('-') && a.contains(letter));
     match base(name) {
         "grep" | "egrep" | "fgrep" => {
             let recursive = short('r')
                 || short('R')
                 || args.iter().any(|a| {
                     matches!(*a, "--recursive" | "--dereference-recursive" | "--directories=recurse")
-                }) || args.windows(2).any(|w| w[0] == "-d" && w[1] == "recurse");
+                })
+                || args.windows(2).any(|w| w[0] == "-d" && w[1] == "recurse");
             let follow = short('R') || args.contains(&"--dereference-recursive");
             recursive.then_some(Walk { hidden: true, ignore_files: false, follow })
         }
@@ -461,7 +465,8 @@ pub fn in_search(argv: &[&str], dirs: &[PathBuf], host: &Host, found: &mut Vec<S
     for dir in dirs {
         let paths: Vec<PathBuf> = operands.iter().filter_map(|o| resolve(dir, o, host)).collect();
         let roots: Vec<PathBuf> = paths.iter().filter(|p| p.is_dir()).cloned().collect();
-        let roots = if roots.is_empty() && !paths.iter().any(|p| p.exists()) { vec![dir.clone()] } else { roots };
+        let roots =
+            if roots.is_empty() && !paths.iter().any(|p| p.exists()) { vec![dir.clone()] } else { roots };
         for root in roots {
             if !walk_root(&root, &walk, found) {
                 note(found, format!("{} (too many files to check for secrets)", root.display()));

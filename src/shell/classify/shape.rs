@@ -21,9 +21,39 @@ pub enum Shape {
 }
 
 const WITH_SUBCOMMANDS: &[&str] = &[
-    "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "podman", "kubectl", "oc", "helm", "pip", "pip3",
-    "uv", "poetry", "systemctl", "apt", "apt-get", "brew", "dotnet", "gh", "terraform", "mvn", "gradle", "make",
-    "deno", "rustup", "npx", "composer", "bundle", "rails", "mix",
+    "git",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "cargo",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "oc",
+    "helm",
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "systemctl",
+    "apt",
+    "apt-get",
+    "brew",
+    "dotnet",
+    "gh",
+    "terraform",
+    "mvn",
+    "gradle",
+    "make",
+    "deno",
+    "rustup",
+    "npx",
+    "composer",
+    "bundle",
+    "rails",
+    "mix",
 ];
 
 /// Wrappers and scripts are followed this deep.
@@ -106,7 +136,8 @@ fn prefix(command: &Simple) -> Option<String> {
     let (first, rest) = command.argv.split_first()?;
     let name = first.text.as_str();
     let plain = |w: &Word| !w.dynamic && !w.text.is_empty() && !w.text.contains(char::is_whitespace);
-    if !plain(first) || is_assignment(name) || name.contains('/') || is_runner(name) || name.starts_with('-') {
+    if !plain(first) || is_assignment(name) || name.contains('/') || is_runner(name) || name.starts_with('-')
+    {
         return None;
     }
     if !WITH_SUBCOMMANDS.contains(&name) {

@@ -37,8 +37,8 @@ pub fn is_assignment(word: &str) -> bool {
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "rbash", "csh", "tcsh"];
 
 const SSH_WITH_VALUE: &[&str] = &[
-    "-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-D", "-E", "-L", "-R", "-S", "-W", "-w", "-m", "-O", "-Q", "-B",
-    "-e", "-I",
+    "-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-D", "-E", "-L", "-R", "-S", "-W", "-w", "-m", "-O",
+    "-Q", "-B", "-e", "-I",
 ];
 
 /// Peel wrappers and leading assignments off a command: the argv it finally runs, or the command line it runs
@@ -57,10 +57,13 @@ pub fn unwrap<'a>(argv: &[&'a str]) -> Inner<'a> {
             "timeout" => {
                 skip_options(args, &["-s", "-k", "--signal", "--kill-after"]).into_iter().skip(1).collect()
             }
-            "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "unbuffer" | "setsid" | "busybox"
-            | "firejail" | "nsenter" | "unshare" | "pkexec" => skip_options(args, &[]),
+            "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "unbuffer" | "setsid"
+            | "busybox" | "firejail" | "nsenter" | "unshare" | "pkexec" => skip_options(args, &[]),
             "chroot" | "flock" | "taskset" | "chrt" => {
-                skip_options(args, &["-c", "-w", "-E", "--conflict-exit-code", "--timeout"]).into_iter().skip(1).collect()
+                skip_options(args, &["-c", "-w", "-E", "--conflict-exit-code", "--timeout"])
+                    .into_iter()
+                    .skip(1)
+                    .collect()
             }
             "strace" | "ltrace" => skip_options(args, &["-o", "-e", "-p", "-s", "-u", "-E"]),
             "xargs" => skip_options(args, &["-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a", "-i"]),
@@ -72,7 +75,11 @@ pub fn unwrap<'a>(argv: &[&'a str]) -> Inner<'a> {
             }
             "watch" => {
                 let rest = skip_options(args, &["-n", "-d", "--interval", "-q", "--equexit"]);
-                if args.iter().any(|a| *a == "-x" || *a == "--exec" || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))) {
+                if args.iter().any(|a| {
+                    *a == "-x"
+                        || *a == "--exec"
+                        || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
+                }) {
                     rest
                 } else {
                     return Inner::Script(rest.join(" "));
@@ -144,18 +151,110 @@ pub fn find_exec<'a>(args: &[&'a str]) -> Vec<Vec<&'a str>> {
 /// `echo hi | sh` must not allow every later `sh …`).
 const RUNNERS: &[&str] = &[
     // shells
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "rbash", "csh", "tcsh", "busybox",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "fish",
+    "ash",
+    "rbash",
+    "csh",
+    "tcsh",
+    "busybox",
     // interpreters
-    "python", "pypy", "node", "nodejs", "deno", "bun", "perl", "ruby", "irb", "php", "lua", "luajit", "tclsh",
-    "wish", "expect", "Rscript", "R", "julia", "osascript", "pwsh", "powershell", "awk", "gawk", "mawk", "nawk",
-    "sed", "jshell", "groovy", "scala", "ghci", "runghc", "swift", "erl", "elixir", "iex", "java",
+    "python",
+    "pypy",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "irb",
+    "php",
+    "lua",
+    "luajit",
+    "tclsh",
+    "wish",
+    "expect",
+    "Rscript",
+    "R",
+    "julia",
+    "osascript",
+    "pwsh",
+    "powershell",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "sed",
+    "jshell",
+    "groovy",
+    "scala",
+    "ghci",
+    "runghc",
+    "swift",
+    "erl",
+    "elixir",
+    "iex",
+    "java",
     // wrappers
-    "env", "sudo", "doas", "su", "pkexec", "runuser", "xargs", "nohup", "timeout", "nice", "ionice", "time",
-    "command", "builtin", "exec", "eval", "source", ".", "stdbuf", "unbuffer", "watch", "setsid", "chroot",
-    "flock", "taskset", "chrt", "strace", "ltrace", "gdb", "valgrind", "parallel", "ssh", "script", "find",
-    "nsenter", "unshare", "systemd-run", "firejail", "npx", "pnpx", "bunx", "uvx", "pipx", "make",
+    "env",
+    "sudo",
+    "doas",
+    "su",
+    "pkexec",
+    "runuser",
+    "xargs",
+    "nohup",
+    "timeout",
+    "nice",
+    "ionice",
+    "time",
+    "command",
+    "builtin",
+    "exec",
+    "eval",
+    "source",
+    ".",
+    "stdbuf",
+    "unbuffer",
+    "watch",
+    "setsid",
+    "chroot",
+    "flock",
+    "taskset",
+    "chrt",
+    "strace",
+    "ltrace",
+    "gdb",
+    "valgrind",
+    "parallel",
+    "ssh",
+    "script",
+    "find",
+    "nsenter",
+    "unshare",
+    "systemd-run",
+    "firejail",
+    "npx",
+    "pnpx",
+    "bunx",
+    "uvx",
+    "pipx",
+    "make",
     // editors and pagers that run commands
-    "vi", "vim", "nvim", "emacs", "ed", "ex", "less", "more", "man",
+    "vi",
+    "vim",
+    "nvim",
+    "emacs",
+    "ed",
+    "ex",
+    "less",
+    "more",
+    "man",
 ];
 
 /// Subcommands that run an arbitrary program or script: `npm exec` is as much a runner as `npx`.
@@ -188,7 +287,8 @@ pub fn is_runner(program: &str) -> bool {
     let name = base(program);
     RUNNERS.contains(&name)
         || VERSIONED.iter().any(|v| {
-            name.strip_prefix(v).is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            name.strip_prefix(v)
+                .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit() || c == '.'))
         })
 }
 

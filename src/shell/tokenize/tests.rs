@@ -127,7 +127,9 @@ fn heredoc_bodies_and_comments_are_not_commands() {
 
 #[test]
 fn what_cannot_be_read_is_unparsable() {
-    for line in ["echo 'oops", "echo \"oops", "echo $(oops", "echo ${x", "echo `x", "echo $((1 + 2)", "echo $'x"] {
+    for line in
+        ["echo 'oops", "echo \"oops", "echo $(oops", "echo ${x", "echo `x", "echo $((1 + 2)", "echo $'x"]
+    {
         assert!(parse(line).is_err(), "{line:?}");
     }
     assert!(parse("echo $((cd x; ls) )").is_err(), "arithmetic or a subshell: cannot tell");

@@ -2,13 +2,16 @@
 //! safe (with whether they take a value), how many operands it may have, and its read-only subcommands. Anything not
 //! written here asks: an option missing from a list is not read-only, even when it is harmless.
 //!
-//! Option syntax: `-l` is a flag; `-n=` takes a value (attached, `-n5` / `--lines=5`, or the next word); `--color?`
-//! takes an optional attached value only (`--color`, `--color=auto`); `-#` accepts a number as an option (`head -20`).
-//! Left out on purpose, because they write files or run programs: `sort -o/--output/-T/--compress-program`, `tree
-//! -o/-R/-H`, `file -C/-m/-z`, `uniq`'s second operand, `date -s` and operands without `+`, `hostname NAME/-F/-b`,
-//! `rg --pre/--pre-glob/-z/--hostname-bin`, `grep`/`git grep -O`, every git `--output`, `--ext-diff`, `--textconv`,
-//! `--show-signature`, git's global `-c`, `-C`, `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`, `-p`, `find
-//! -exec/-execdir/-ok/-okdir/-delete/-fprint*/-fls`, and pagers (`less`, `more`, `man`) altogether.
+//! Option lists are whitespace-separated: `-l` is a flag; `-n=` takes a value (attached, `-n5` / `--lines=5`, or the
+//! next word); `--color?` takes an optional attached value only (`--color`, `--color=auto`); `-#` accepts a number as
+//! an option (`head -20`). Long options must be written in full (GNU abbreviations ask).
+//!
+//! Left out on purpose, because they write files, run programs or read files named inside another file:
+//! `sort -o/--output/-T/--compress-program/--files0-from`, `tree -o/-R/-H/--fromfile`, `file -C/-m/-z`, `uniq`'s
+//! second operand, `date -s` and operands without `+`, `hostname NAME/-F/-b`, `rg --pre/--pre-glob/-z/--hostname-bin`,
+//! `git grep -O`, every git `--output`, `--ext-diff`, `--textconv`, `--show-signature`, git's global `-c`, `-C`,
+//! `--config-env`, `--exec-path`, `--git-dir`, `--work-tree`, `-p`, `find -exec/-execdir/-ok/-okdir/-delete/-fprint*
+//! /-fls`, jq's `env`, `$ENV`, `import` and file options, and pagers (`less`, `more`, `man`) altogether.
 //!
 //! Owns the data only; `readonly` applies it.
 
@@ -143,7 +146,7 @@ const SORT: &str = "
     -b -C -c -d -f -g -h -i -k= -M -m -n -R -r -s -t= -u -V -z -S= --ignore-leading-blanks --check?
     --dictionary-order --ignore-case --general-numeric-sort --human-numeric-sort --ignore-nonprinting --key=
     --month-sort --merge --numeric-sort --random-sort --reverse --sort= --stable --field-separator= --unique
-    --version-sort --zero-terminated --buffer-size= --parallel= --debug --files0-from=
+    --version-sort --zero-terminated --buffer-size= --parallel= --debug 
 ";
 
 const UNIQ: &str = "

@@ -93,10 +93,10 @@ pub fn is_secret_path(path: &str) -> bool {
 }
 
 /// The parts of a word that may name a file: each whitespace-separated piece (a word can hold a whole script for
-/// `sh -c`) and what follows an `=` (`--env-file=.env`, `F=.env`).
+/// `sh -c`), what follows a `:` (`HEAD:.env`) and what follows an `=` (`--env-file=.env`, `F=.env`).
 fn pieces(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| {
-        c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '"' | '\'')
+        c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')' | '"' | '\'' | ':')
     })
     .flat_map(|piece| [piece, piece.rsplit_once('=').map(|(_, v)| v).unwrap_or("")])
     .filter(|piece| !piece.is_empty())
@@ -446,9 +446,10 @@ fn search_mode(argv: &[&str]) -> Option<Walk> {
             let follow = short('L') || args.contains(&"--follow");
             Some(Walk { hidden, ignore_files: !no_ignore, follow })
         }
+        // Tracked files are searched even when ignored, so ignore files do not narrow the check.
         "git" => {
             let sub = args.iter().find(|a| !a.starts_with('-'))?;
-            (*sub == "grep").then_some(Walk { hidden: true, ignore_files: true, follow: false })
+            (*sub == "grep").then_some(Walk { hidden: true, ignore_files: false, follow: false })
         }
         "diff" => {
             let recursive = short('r') || args.contains(&"--recursive");

@@ -570,16 +570,3 @@ pub static COMMANDS: &[Spec] = &[
 pub fn lookup(name: &str) -> Option<&'static Spec> {
     COMMANDS.iter().find(|s| s.name == name)
 }
-
-/// (commands, subcommands, options) in the table, for the record.
-pub fn size() -> (usize, usize, usize) {
-    fn count(specs: &[Spec]) -> (usize, usize) {
-        specs.iter().fold((0, 0), |(subs, options), spec| {
-            let (inner_subs, inner_options) = count(spec.subcommands);
-            let own: usize = spec.options.iter().map(|g| g.split_whitespace().count()).sum();
-            (subs + spec.subcommands.len() + inner_subs, options + own + inner_options)
-        })
-    }
-    let (subcommands, options) = count(COMMANDS);
-    (COMMANDS.len(), subcommands, options)
-}

@@ -20,7 +20,7 @@
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
-//! | `shell`      | services the shell tools share: tokenizer and classifier, process groups, output capture, background tasks, the editor-terminal seam |
+//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups, output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
@@ -39,6 +39,10 @@
 //! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
 //! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
 //! framework but its error type. CI greps for both.
+//!
+//! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
+//! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
+//! `permission`.
 
 pub mod acp;
 pub mod agent;

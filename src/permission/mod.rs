@@ -115,13 +115,27 @@ impl Rule {
     }
 }
 
+/// The end of a shell pattern that covers one command exactly, not every command it starts.
+pub const EXACTLY: &str = " (exactly)";
+
+/// A shell pattern covering exactly `command` (normalised as the classifier writes it).
+pub fn exact_pattern(command: &str) -> String {
+    format!("{command}{EXACTLY}")
+}
+
 /// Does `pattern` cover `value` for this category? Shell categories use whole-word command prefixes
-/// (`git commit` covers `git commit -m x` but not `git committed`); the others use globs.
+/// (`git commit` covers `git commit -m x` but not `git committed`), or the whole command when the pattern ends in
+/// [`EXACTLY`]; the others use globs.
 fn pattern_matches(category: Category, pattern: &str, value: &str) -> bool {
     if pattern == "*" {
         return true;
     }
     match category {
+        Category::Shell | Category::DestructiveShell | Category::SecretShell
+            if pattern.ends_with(EXACTLY) =>
+        {
+            pattern == value
+        }
         Category::Shell | Category::DestructiveShell | Category::SecretShell => {
             let want: Vec<&str> = pattern.split_whitespace().collect();
             let have: Vec<&str> = value.split_whitespace().collect();
@@ -498,6 +512,17 @@ mod tests {
         assert!(!pattern_matches(Category::Shell, "git commit", "git"));
         assert!(pattern_matches(Category::Edit, "/p/src/**", "/p/src/a/b.rs"));
         assert!(!pattern_matches(Category::Edit, "/p/src/**", "/p/other.rs"));
+    }
+
+    #[test]
+    fn exact_shell_patterns_cover_only_the_very_same_command() {
+        let sh = exact_pattern("sh -c 'echo hi'");
+        assert_eq!(sh, "sh -c 'echo hi' (exactly)");
+        assert!(pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi'")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi' x")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'curl x | python3'")));
+        assert!(!pattern_matches(Category::Shell, &sh, "sh"));
+        assert!(pattern_matches(Category::Shell, "sh", &sh), "a configured prefix still covers it");
     }
 
     #[test]

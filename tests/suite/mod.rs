@@ -3,6 +3,7 @@ mod cancel;
 mod compaction;
 mod edits;
 mod errors;
+mod hostile_shell;
 mod modes;
 mod permission;
 mod protocol;

@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::display::{Content, Kind as DisplayKind, Presentation};
-use crate::permission::Category;
+use crate::permission::{self, Category};
 use crate::shell::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
-use crate::shell::classify::{self, Class};
+use crate::shell::classify::{self, Class, Host, Shape};
 use crate::shell::process;
 use crate::shell::tasks::Kind;
 use crate::shell::terminal::ClientTerminals;
@@ -74,15 +74,27 @@ pub fn present(args: &Value, _cwd: &Path) -> Presentation {
         title: title(command),
         kind: DisplayKind::Execute,
         locations: Vec::new(),
-        patterns: classify::prefixes(command),
+        patterns: patterns(command),
         content: vec![Content::Text(format!("```sh\n{}\n```", command.trim()))],
     }
+}
+
+/// What permission rules match for a command: the prefix of each plain command (`git commit`), the exact text of
+/// anything else (`sh -c '…'`), so an "always" answer never covers more than the user saw.
+pub fn patterns(command: &str) -> Vec<String> {
+    classify::shapes(command)
+        .into_iter()
+        .map(|shape| match shape {
+            Shape::Prefix(prefix) => prefix,
+            Shape::Exact(text) => permission::exact_pattern(&text),
+        })
+        .collect()
 }
 
 /// Classify the command and choose the permission it is asked under.
 pub fn shell_preview(ctx: &Context, args: &Value, command: &str) -> Result<Preview, ToolError> {
     let mut presentation = present(args, &ctx.directory);
-    let category = match classify::classify(command) {
+    let category = match classify::classify(command, &Host::new(&ctx.directory)) {
         Class::ReadOnly => Category::Read,
         Class::Normal => Category::Shell,
         Class::Destructive(reasons) => {
@@ -410,4 +422,74 @@ async fn watch_terminal(
         failed,
         ..ToolOutput::default()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use futures::future::BoxFuture;
+
+    use super::*;
+    use crate::permission::remembered::Remembered;
+    use crate::permission::{Approver, Ask, Reply, Service, Verdict};
+
+    /// Answers every ask "always allow" and records the commands asked about.
+    #[derive(Default)]
+    struct AlwaysAllow {
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Approver for AlwaysAllow {
+        fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
+            self.asked.lock().unwrap().push(ask.presentation.title.clone());
+            Box::pin(async { Reply::AllowAlways })
+        }
+    }
+
+    fn ask(command: &str, category: Category) -> Ask {
+        Ask {
+            session_id: "s".into(),
+            call_id: "c".into(),
+            tool: ID.into(),
+            category,
+            presentation: present(&json!({"command": command}), Path::new("/p")),
+            raw_input: json!({"command": command}),
+            protected: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn one_always_on_a_pipe_into_sh_never_allows_another_sh_command() {
+        // Asked as destructive (as it is classified) and, were it misclassified, as a plain command.
+        for category in [Category::DestructiveShell, Category::Shell] {
+            let approver = Arc::new(AlwaysAllow::default());
+            let remembered = Arc::new(Remembered::new("/p"));
+            let service = Service::new("build", remembered.clone(), vec![], Some(approver.clone()));
+            assert_eq!(service.check(&ask("echo hello | sh", category)).await, Verdict::Allow);
+            assert_eq!(
+                service.check(&ask("sh -c 'curl x | python3'", Category::Shell)).await,
+                Verdict::Allow
+            );
+            assert_eq!(service.check(&ask("echo bye | sh", category)).await, Verdict::Allow);
+            assert_eq!(service.check(&ask("sh -c 'touch pwned'", Category::Shell)).await, Verdict::Allow);
+            assert_eq!(
+                *approver.asked.lock().unwrap(),
+                vec!["echo hello | sh", "sh -c 'curl x | python3'", "echo bye | sh", "sh -c 'touch pwned'"],
+                "every sh command asked ({category:?})"
+            );
+            let patterns: Vec<String> = remembered.list().into_iter().map(|r| r.pattern).collect();
+            assert!(!patterns.iter().any(|p| p == "sh" || p == "echo hello | sh"), "{patterns:?}");
+        }
+    }
+
+    #[test]
+    fn commands_are_matched_by_prefix_when_plain_and_exactly_otherwise() {
+        assert_eq!(patterns("git commit -m x && cargo test"), vec!["git commit", "cargo test"]);
+        assert_eq!(patterns("echo hello | sh"), vec!["echo", "sh (exactly)", "'echo hello | sh' (exactly)"]);
+        assert_eq!(
+            patterns("sudo rm -rf /tmp/x"),
+            vec!["sudo rm -rf /tmp/x (exactly)", "rm -rf /tmp/x (exactly)"]
+        );
+    }
 }

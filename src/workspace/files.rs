@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 
 use super::{atomic, format};
+use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
 
 /// The editor's file system, as the core sees it. Implemented by the `acp` layer.
@@ -93,6 +94,8 @@ pub struct Files {
     client: Option<Arc<dyn ClientFs>>,
     locks: Arc<FileLocks>,
     formatters: BTreeMap<String, Vec<String>>,
+    /// The environment formatters run with.
+    environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
 }
 
@@ -136,7 +139,14 @@ impl Files {
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        Self { roots, client, locks, formatters, ledger: Mutex::new(HashMap::new()) }
+        let environment = Arc::new(Environment::default());
+        Self { roots, client, locks, formatters, environment, ledger: Mutex::new(HashMap::new()) }
+    }
+
+    /// Run formatters with `environment` (the session's command environment).
+    pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
+        self.environment = environment;
+        self
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, ReadRecord>> {
@@ -236,7 +246,7 @@ impl Files {
         };
         let mut written = Written { via, content: content.to_string(), formatter_error: None };
         if let Some(command) = format::command_for(&self.formatters, path) {
-            match format::run(&command, cwd).await {
+            match format::run(&command, cwd, &self.environment).await {
                 Err(e) => written.formatter_error = Some(e),
                 Ok(()) => self.adopt_formatted(path, &mut written).await,
             }

@@ -1,5 +1,6 @@
 mod binary;
 mod cancel;
+mod cleanup;
 mod compaction;
 mod edits;
 mod errors;

@@ -443,6 +443,51 @@ mod tests {
     }
 
     #[test]
+    fn a_project_file_can_tighten_the_command_environment_but_never_widen_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("proj");
+        let home = dir.path().join("home");
+        write(
+            &home.join("tinycode/config.toml"),
+            "[shell]\nenv_inherit = \"core\"\nenv_keep = [\"GITHUB_TOKEN\"]\nenv_remove = [\"AWS_*\"]\n",
+        );
+        write(
+            &cwd.join(".tinycode/config.toml"),
+            "[shell]\nenv_inherit = \"all\"\nenv_keep = [\"*\"]\nenv_remove = [\"*_URL\"]\n",
+        );
+        let config = Config::load(&sources(&[], Some(&home)), &cwd).unwrap();
+        assert_eq!(
+            config.env_policy,
+            EnvPolicy {
+                inherit: EnvInherit::Core,
+                keep: vec!["GITHUB_TOKEN".into()],
+                remove: vec!["AWS_*".into(), "*_URL".into()],
+            }
+        );
+        write(&cwd.join(".tinycode/config.toml"), "[shell]\nenv_inherit = \"none\"\n");
+        let config = Config::load(&sources(&[], Some(&home)), &cwd).unwrap();
+        assert_eq!(config.env_policy.inherit, EnvInherit::None);
+        assert_eq!(Config::load(&sources(&[], None), &cwd).unwrap().env_policy.keep, Vec::<String>::new());
+    }
+
+    #[test]
+    fn response_deadline_and_idle_timeout_have_generous_defaults_and_can_be_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::load(&sources(&[], None), dir.path()).unwrap();
+        assert_eq!(config.response_timeout, Duration::from_secs(600));
+        assert_eq!(config.stream_idle_timeout, Duration::from_secs(300));
+        assert_eq!(config.max_output_tokens, None);
+        write(
+            &Config::project_file(dir.path()),
+            "response_timeout_ms = 1500\nstream_idle_timeout_ms = 200\nmax_output_tokens = 4096\n",
+        );
+        let config = Config::load(&sources(&[], None), dir.path()).unwrap();
+        assert_eq!(config.response_timeout, Duration::from_millis(1500));
+        assert_eq!(config.stream_idle_timeout, Duration::from_millis(200));
+        assert_eq!(config.max_output_tokens, Some(4096));
+    }
+
+    #[test]
     fn a_non_numeric_request_cap_in_the_environment_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let err =

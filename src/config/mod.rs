@@ -295,7 +295,9 @@ impl Layer {
         if let Some(shell) = &mut self.shell
             && shell.env_keep.take().is_some()
         {
-            tracing::warn!("ignoring [shell] env_keep in the project's config file; set it in your own config");
+            tracing::warn!(
+                "ignoring [shell] env_keep in the project's config file; set it in your own config"
+            );
         }
         self
     }
@@ -346,7 +348,9 @@ impl Config {
                     .unwrap_or(defaults.initial_backoff),
                 max_backoff: retry.max_backoff_ms.map(Duration::from_millis).unwrap_or(defaults.max_backoff),
             },
-            stream_idle_timeout: Duration::from_millis(layer.stream_idle_timeout_ms.unwrap_or(300_000).max(1)),
+            stream_idle_timeout: Duration::from_millis(
+                layer.stream_idle_timeout_ms.unwrap_or(300_000).max(1),
+            ),
             response_timeout: Duration::from_millis(
                 layer.response_timeout_ms.unwrap_or(DEFAULT_RESPONSE_TIMEOUT_MS).max(1),
             ),

@@ -150,8 +150,13 @@ impl Manager {
         let session = Arc::new(Session {
             id: row.id.clone(),
             files: Arc::new(
-                Files::new(vec![cwd.clone()], seams.fs.clone(), self.locks.clone(), config.formatters.clone())
-                    .with_environment(environment.clone()),
+                Files::new(
+                    vec![cwd.clone()],
+                    seams.fs.clone(),
+                    self.locks.clone(),
+                    config.formatters.clone(),
+                )
+                .with_environment(environment.clone()),
             ),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),

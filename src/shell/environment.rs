@@ -24,7 +24,8 @@ pub const QUIET_ENV: [(&str, &str); 5] = [
 
 /// What `env_inherit = "core"` keeps (plus every `LC_*`).
 const CORE: [&str; 13] = [
-    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP", "TZ", "PWD",
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "LANG", "LANGUAGE", "TMPDIR", "TEMP", "TMP",
+    "TZ", "PWD",
 ];
 
 /// Word endings and contents that mark a variable as secret.
@@ -34,7 +35,8 @@ const SECRET_PARTS: [&str; 3] = ["SECRET", "PASSWORD", "PASSWD"];
 /// Does the name look like it holds a credential?
 pub fn looks_secret(name: &str) -> bool {
     name.split(['_', '-', '.']).map(str::to_ascii_uppercase).any(|word| {
-        SECRET_ENDINGS.iter().any(|end| word.ends_with(end)) || SECRET_PARTS.iter().any(|part| word.contains(part))
+        SECRET_ENDINGS.iter().any(|end| word.ends_with(end))
+            || SECRET_PARTS.iter().any(|part| word.contains(part))
     })
 }
 

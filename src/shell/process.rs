@@ -163,7 +163,11 @@ impl Drop for Group {
 
 /// Start `sh -c <command>` in `cwd` with exactly the environment `env`, as the leader of a new process group (or
 /// under the supervisor, which leads the group), with piped output and no stdin.
-pub fn spawn(command: &str, cwd: &Path, env: &Environment) -> std::io::Result<(tokio::process::Child, Group)> {
+pub fn spawn(
+    command: &str,
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<(tokio::process::Child, Group)> {
     let supervisor = SUPERVISOR.get();
     let mut builder = match supervisor {
         Some(executable) => {

@@ -146,7 +146,8 @@ mod linux {
     }
 
     pub fn supervise(parent: i32, command: &OsStr) -> u8 {
-        let watched = signal_set(&[libc::SIGCHLD, PARENT_DEATH_SIGNAL, POLITE[0], POLITE[1], POLITE[2], POLITE[3]]);
+        let watched =
+            signal_set(&[libc::SIGCHLD, PARENT_DEATH_SIGNAL, POLITE[0], POLITE[1], POLITE[2], POLITE[3]]);
         // SAFETY: blocking signals and prctl take plain values; the set is valid.
         unsafe {
             libc::pthread_sigmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut());

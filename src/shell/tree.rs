@@ -138,7 +138,8 @@ fn freeze(root: i32, deadline: Instant) -> Vec<i32> {
 /// SIGKILL everything below `root` (and what was `frozen`) pass after pass until none of it is alive.
 fn kill_until_gone(root: i32, mut frozen: Vec<i32>, deadline: Instant) -> Vec<i32> {
     loop {
-        let live: Vec<i32> = descendants(root).into_iter().chain(frozen.drain(..)).filter(|p| alive(*p)).collect();
+        let live: Vec<i32> =
+            descendants(root).into_iter().chain(frozen.drain(..)).filter(|p| alive(*p)).collect();
         if live.is_empty() {
             return live;
         }

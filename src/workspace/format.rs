@@ -85,7 +85,10 @@ mod tests {
         assert_eq!(err, "`sh -c echo bad syntax >&2; exit 3` exited with exit status: 3: bad syntax");
         assert!(run(&["true".into()], dir.path(), &env).await.is_ok());
         assert!(
-            run(&["/nonexistent/fmt".into()], dir.path(), &env).await.unwrap_err().starts_with("could not start")
+            run(&["/nonexistent/fmt".into()], dir.path(), &env)
+                .await
+                .unwrap_err()
+                .starts_with("could not start")
         );
     }
 

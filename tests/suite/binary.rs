@@ -325,7 +325,9 @@ async fn the_command_line_explains_itself_and_rejects_unknown_usage() {
 
 /// Start the binary with `command` and run one prompt whose tool calls are all allowed; returns once the prompt
 /// has answered. The connection stays open until the returned sender is dropped.
-async fn drive_binary(mut command: Command) -> (Child, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+async fn drive_binary(
+    mut command: Command,
+) -> (Child, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let mut child = command.spawn().unwrap();
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
@@ -370,10 +372,17 @@ async fn drive_binary(mut command: Command) -> (Child, tokio::sync::oneshot::Sen
 
 /// Start the binary and have the model start every kind of escaping process tree as a background task; returns
 /// the binary, the members' pids and the client (which closes stdin when it ends).
-async fn binary_with_background_trees(env: &Env, model: &FakeModel) -> (Child, Vec<i32>, tokio::task::JoinHandle<()>) {
+async fn binary_with_background_trees(
+    env: &Env,
+    model: &FakeModel,
+) -> (Child, Vec<i32>, tokio::task::JoinHandle<()>) {
     let pidfile = env.cwd().join("tree.pids");
     model.script(vec![
-        calls(&[("bg", "bash", &json!({"command": trees::script(&pidfile), "background": true}).to_string())]),
+        calls(&[(
+            "bg",
+            "bash",
+            &json!({"command": trees::script(&pidfile), "background": true}).to_string(),
+        )]),
         answer(&["started"]),
     ]);
     let (child, done, driver) = drive_binary(env.command(model, &["acp"])).await;
@@ -409,7 +418,10 @@ async fn no_process_outlives_the_binary_after_kill_9() {
     let model = FakeModel::start(vec![]).await;
     let (mut child, pids, _driver) = binary_with_background_trees(&env, &model).await;
     child.start_kill().unwrap();
-    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&wait_exit(&mut child).await), Some(libc::SIGKILL));
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&wait_exit(&mut child).await),
+        Some(libc::SIGKILL)
+    );
     // Nothing of the agent ran after SIGKILL: the supervisors saw their parent die and cleared their trees.
     assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }
@@ -418,7 +430,11 @@ async fn no_process_outlives_the_binary_after_kill_9() {
 async fn commands_never_see_provider_keys_or_secret_looking_variables() {
     let env = Env::new();
     let model = FakeModel::start(vec![
-        calls(&[("e", "bash", &json!({"command": "cat /proc/self/environ | tr '\\0' '\\n' | sort"}).to_string())]),
+        calls(&[(
+            "e",
+            "bash",
+            &json!({"command": "cat /proc/self/environ | tr '\\0' '\\n' | sort"}).to_string(),
+        )]),
         answer(&["seen"]),
     ])
     .await;

@@ -11,4 +11,5 @@ mod questions;
 mod sessions;
 mod settings;
 mod shell;
+mod streams;
 mod turn;

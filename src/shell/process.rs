@@ -130,10 +130,20 @@ impl Group {
         signal_group(self.pgid, signal)
     }
 
-    /// SIGKILL the leader and the whole tree below it (the leader is stopped first, so it cannot react), then the
-    /// group.
+    /// SIGKILL the whole tree below the leader, then the leader. A supervisor stays alive while its tree dies, so it
+    /// reaps it (nothing is handed to this process as a zombie), and is then told to finish: it dies by SIGKILL.
+    /// Without one, the shell is stopped first (so it cannot react) and killed with its group.
     pub fn kill(&self) {
         if !self.reaped.load(Ordering::Acquire) && groups().contains(&self.pgid) {
+            if self.supervised {
+                tree::kill_descendants(self.pgid);
+                #[cfg(target_os = "linux")]
+                // SAFETY: kill(2) on the supervisor, which this process started and has not reaped.
+                unsafe {
+                    libc::kill(self.pgid, super::supervisor::FINISH_SIGNAL)
+                };
+                return;
+            }
             tree::kill_tree(self.pgid);
         }
         signal_group(self.pgid, libc::SIGKILL);

@@ -2,8 +2,8 @@
 //! it. The supervisor makes itself a child subreaper (so daemons that double-fork or call `setsid` stay below it),
 //! asks the kernel for [`PARENT_DEATH_SIGNAL`] when the agent dies (`PR_SET_PDEATHSIG`), runs `sh -c <command>` in
 //! its own process group (which the agent created for it), and forwards polite signals (TERM, INT, HUP, QUIT) to
-//! every process below it. When the command exits, or the agent dies, it kills everything still below it, reaps
-//! it, and exits the way the command did: the same exit code, or death by the same signal.
+//! every process below it. When the command exits, or the agent dies or asks it to finish, it kills everything
+//! still below it, reaps it, and exits the way the command did: the same exit code, or death by the same signal.
 //!
 //! Owns the supervisor process. It runs before any async runtime exists and uses blocking system calls only.
 
@@ -11,6 +11,12 @@ use std::ffi::OsStr;
 
 /// The first argument that selects this mode. Not shown in `--help`.
 pub const MODE: &str = "__supervise";
+
+/// What the agent sends to have the supervisor kill everything below it and die by SIGKILL itself (cancel,
+/// timeout, stop). The agent kills the tree too; the supervisor stays alive meanwhile to reap what dies, so no
+/// zombie is handed to the agent.
+#[cfg(target_os = "linux")]
+pub const FINISH_SIGNAL: i32 = libc::SIGUSR1;
 
 /// What the kernel sends the supervisor when its parent dies. It is also sent when only the agent *thread* that
 /// started the supervisor ends, so the supervisor acts on it only once its parent process really changed.
@@ -52,7 +58,7 @@ mod linux {
     use std::os::unix::process::CommandExt;
     use std::time::{Duration, Instant};
 
-    use super::{PARENT_DEATH_SIGNAL, complain};
+    use super::{FINISH_SIGNAL, PARENT_DEATH_SIGNAL, complain};
     use crate::shell::tree;
 
     /// Signals passed on to every process below the supervisor.
@@ -146,8 +152,15 @@ mod linux {
     }
 
     pub fn supervise(parent: i32, command: &OsStr) -> u8 {
-        let watched =
-            signal_set(&[libc::SIGCHLD, PARENT_DEATH_SIGNAL, POLITE[0], POLITE[1], POLITE[2], POLITE[3]]);
+        let watched = signal_set(&[
+            libc::SIGCHLD,
+            PARENT_DEATH_SIGNAL,
+            FINISH_SIGNAL,
+            POLITE[0],
+            POLITE[1],
+            POLITE[2],
+            POLITE[3],
+        ]);
         // SAFETY: blocking signals and prctl take plain values; the set is valid.
         unsafe {
             libc::pthread_sigmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut());
@@ -178,10 +191,15 @@ mod linux {
         // SAFETY: getpid cannot fail.
         let me = unsafe { libc::getpid() };
         let status = loop {
-            if let Some(signal) = next_signal(&watched, PARENT_CHECK)
-                && POLITE.contains(&signal)
-            {
-                tree::signal_descendants(me, signal);
+            match next_signal(&watched, PARENT_CHECK) {
+                Some(FINISH_SIGNAL) => {
+                    clear_out();
+                    return mirror(libc::SIGKILL);
+                }
+                Some(signal) if POLITE.contains(&signal) => {
+                    tree::signal_descendants(me, signal);
+                }
+                _ => {}
             }
             if parent_changed(parent) {
                 clear_out();

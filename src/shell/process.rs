@@ -61,7 +61,7 @@ fn own_pid() -> i32 {
 pub fn kill_all() {
     let all: Vec<i32> = groups().iter().copied().collect();
     for pgid in all {
-        // A leader that is still our child is unreaped, so its pid cannot belong to anything else yet.
+        // Walk only below a leader that is still our child: a pid we reaped may since name someone else's process.
         if tree::parent(pgid) == Some(own_pid()) {
             tree::kill_tree(pgid);
         }
@@ -172,25 +172,43 @@ impl Drop for Group {
 }
 
 /// Start `sh -c <command>` in `cwd` with exactly the environment `env`, as the leader of a new process group (or
-/// under the supervisor, which leads the group), with piped output and no stdin.
+/// under the supervisor, which leads the group), with piped output and no stdin. If the supervisor cannot be
+/// started, the command runs directly (and a warning is logged).
 pub fn spawn(
     command: &str,
     cwd: &Path,
     env: &Environment,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
-    let supervisor = SUPERVISOR.get();
-    let mut builder = match supervisor {
-        Some(executable) => {
-            let mut builder = tokio::process::Command::new(executable);
-            builder.arg(super::supervisor::MODE).arg(own_pid().to_string()).arg(command);
-            builder
-        }
+    let supervised = SUPERVISOR.get().and_then(|executable| {
+        let mut builder = tokio::process::Command::new(executable);
+        builder.arg(super::supervisor::MODE).arg(own_pid().to_string()).arg(command);
+        start(builder, cwd, env)
+            .map_err(
+                |e| tracing::warn!(error = %e, "cannot start the command under the supervisor; trying it directly"),
+            )
+            .ok()
+    });
+    let (child, supervised) = match supervised {
+        Some(child) => (child, true),
         None => {
             let mut builder = tokio::process::Command::new("sh");
             builder.arg("-c").arg(command);
-            builder
+            (start(builder, cwd, env)?, false)
         }
     };
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| std::io::Error::other("the command exited before it could be tracked"))?;
+    groups().insert(pgid);
+    Ok((child, Group { pgid, supervised, reaped: AtomicBool::new(false) }))
+}
+
+fn start(
+    mut builder: tokio::process::Command,
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<tokio::process::Child> {
     env.apply(&mut builder);
     builder
         .current_dir(cwd)
@@ -198,14 +216,8 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
-    let child = builder.spawn()?;
-    let pgid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .ok_or_else(|| std::io::Error::other("the command exited before it could be tracked"))?;
-    groups().insert(pgid);
-    Ok((child, Group { pgid, supervised: supervisor.is_some(), reaped: AtomicBool::new(false) }))
+        .kill_on_drop(true)
+        .spawn()
 }
 
 /// Exit status as (code, signal).

@@ -194,6 +194,7 @@ mod linux {
             match next_signal(&watched, PARENT_CHECK) {
                 Some(FINISH_SIGNAL) => {
                     clear_out();
+                    // The wait status of a death by a signal is the signal's number.
                     return mirror(libc::SIGKILL);
                 }
                 Some(signal) if POLITE.contains(&signal) => {

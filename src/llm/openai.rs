@@ -361,7 +361,6 @@ impl OpenAiClient {
         &self,
         body: &Value,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
-        cancel: &CancellationToken,
         last: &std::sync::Mutex<Option<String>>,
     ) -> Result<Response, LlmError> {
         let emitted = AtomicBool::new(false);
@@ -369,38 +368,31 @@ impl OpenAiClient {
             emitted.store(true, Ordering::Relaxed);
             on_delta(delta);
         };
-        let remember = |message: &str| {
-            if let Ok(mut last) = last.lock() {
-                *last = Some(message.to_string());
-            }
-        };
-        for attempt in 0..=self.retry.max_retries {
+        let mut attempt = 0;
+        loop {
             let (message, wait) = match self.attempt(body, &relay).await {
                 Ok(response) => return Ok(response),
                 Err(Attempt::Fatal(error)) => return Err(error),
                 Err(Attempt::Retry { message, wait }) => (message, wait),
             };
-            remember(&message);
+            if let Ok(mut last) = last.lock() {
+                *last = Some(message.clone());
+            }
             if emitted.load(Ordering::Relaxed) {
                 return Err(LlmError::StreamInterrupted { message });
             }
             if attempt == self.retry.max_retries {
-                return Err(LlmError::RetriesExhausted {
-                    attempts: self.retry.max_retries + 1,
-                    last: message,
-                });
+                return Err(LlmError::RetriesExhausted { attempts: attempt + 1, last: message });
             }
             let wait = wait.unwrap_or_else(|| retry::backoff(&self.retry, attempt));
             tracing::warn!(attempt = attempt + 1, wait_ms = wait.as_millis() as u64, %message, "model request failed; retrying");
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            }
+            tokio::time::sleep(wait).await;
+            attempt += 1;
         }
-        Err(LlmError::RetriesExhausted { attempts: self.retry.max_retries + 1, last: String::new() })
     }
 
-    /// One response: every attempt, within the response deadline, until cancelled.
+    /// One response: every attempt, within the response deadline, until cancelled (dropping the attempts cancels
+    /// whatever they were doing, a backoff wait included).
     async fn run(
         &self,
         request: &Request,
@@ -413,7 +405,7 @@ impl OpenAiClient {
         tokio::select! {
             biased;
             () = cancel.cancelled() => Err(LlmError::Cancelled),
-            result = self.attempts(&body, on_delta, cancel, &last) => result,
+            result = self.attempts(&body, on_delta, &last) => result,
             () = tokio::time::sleep_until(deadline) => Err(LlmError::Deadline {
                 limit: limits::describe(self.limits.deadline),
                 last: last.lock().ok().and_then(|l| l.clone()),

@@ -95,9 +95,9 @@ mod tests {
     #[tokio::test]
     async fn a_formatter_sees_the_filtered_environment_only() {
         let dir = tempfile::tempdir().unwrap();
-        let policy = crate::config::EnvPolicy { remove: vec!["PATH".into()], ..Default::default() };
-        let env = Environment::from_vars(&policy, [("PATH".into(), "/bin".into())]);
-        let script = "test -z \"$PATH\" && test \"$PAGER\" = cat || { env >&2; exit 1; }";
+        let vars = [("DEPLOY_TOKEN".into(), "t".into()), ("EDITOR".into(), "vi".into())];
+        let env = Environment::from_vars(&crate::config::EnvPolicy::default(), vars);
+        let script = "test -z \"$DEPLOY_TOKEN\" && test \"$EDITOR\" = vi && test \"$PAGER\" = cat || { env >&2; exit 1; }";
         assert_eq!(run(&["/bin/sh".into(), "-c".into(), script.into()], dir.path(), &env).await, Ok(()));
     }
 }

@@ -130,12 +130,30 @@ fn trust(args: &[String]) -> ExitCode {
     }
 }
 
+fn main() -> ExitCode {
+    // The hidden supervisor mode every command runs under; it needs no runtime and must start fast.
+    if let Some(code) = tinycode::shell::supervisor::run_if_requested() {
+        return ExitCode::from(code);
+    }
+    // Orphans of commands (daemons, `setsid`) are re-parented here rather than to init, so they can be killed.
+    tinycode::shell::tree::become_subreaper();
+    if let Some(executable) = supervisor_executable() {
+        tinycode::shell::process::use_supervisor(executable);
+    }
+    agent()
+}
+
+/// This very binary, even if it was replaced or deleted since it started.
+fn supervisor_executable() -> Option<PathBuf> {
+    if cfg!(target_os = "linux") { Some(PathBuf::from("/proc/self/exe")) } else { None }
+}
+
 #[tokio::main]
-async fn main() -> ExitCode {
+async fn agent() -> ExitCode {
     tinycode::shell::process::kill_children_on_panic();
     let code = dispatch().await;
     // Nothing this process started may outlive it.
-    tinycode::shell::process::kill_all();
+    tinycode::shell::process::kill_every_descendant();
     code
 }
 

@@ -23,6 +23,7 @@ use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::shell::environment::Environment;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
@@ -158,15 +159,22 @@ impl Manager {
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
+        // One environment for every command the session runs: bash, tasks and formatters.
+        let environment = Arc::new(Environment::new(&config.env_policy));
         let session = Arc::new(Session {
             id: row.id.clone(),
-            files: Arc::new(Files::new(
-                vec![cwd.clone()],
-                seams.fs.clone(),
-                self.locks.clone(),
-                config.formatters.clone(),
-            )),
-            tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
+            files: Arc::new(
+                Files::new(
+                    vec![cwd.clone()],
+                    seams.fs.clone(),
+                    self.locks.clone(),
+                    config.formatters.clone(),
+                )
+                .with_environment(environment.clone()),
+            ),
+            tasks: Arc::new(
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+            ),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
             models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 
 use super::{atomic, format};
+use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
 
 /// The editor's file system, as the core sees it. Implemented by the `acp` layer.
@@ -94,6 +95,8 @@ pub struct Files {
     locks: Arc<FileLocks>,
     /// Replaced when the user trusts the project that configures them.
     formatters: Mutex<BTreeMap<String, Vec<String>>>,
+    /// The environment formatters run with.
+    environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
 }
 
@@ -137,7 +140,15 @@ impl Files {
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        Self { roots, client, locks, formatters: Mutex::new(formatters), ledger: Mutex::new(HashMap::new()) }
+        let environment = Arc::new(Environment::default());
+        Self {
+            roots,
+            client,
+            locks,
+            formatters: Mutex::new(formatters),
+            environment,
+            ledger: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Use these formatters from the next write on.
@@ -153,6 +164,12 @@ impl Files {
             Ok(formatters) => format::command_for(&formatters, path),
             Err(poisoned) => format::command_for(&poisoned.into_inner(), path),
         }
+    }
+
+    /// Run formatters with `environment` (the session's command environment).
+    pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
+        self.environment = environment;
+        self
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, ReadRecord>> {
@@ -252,7 +269,7 @@ impl Files {
         };
         let mut written = Written { via, content: content.to_string(), formatter_error: None };
         if let Some(command) = self.formatter_for(path) {
-            match format::run(&command, cwd).await {
+            match format::run(&command, cwd, &self.environment).await {
                 Err(e) => written.formatter_error = Some(e),
                 Ok(()) => self.adopt_formatted(path, &mut written).await,
             }

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
@@ -14,6 +15,10 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, answer, calls, status};
+use crate::support::trees;
+
+/// How long killed processes get to disappear from the process table.
+const DEATH: Duration = Duration::from_secs(3);
 
 pub struct Env {
     pub dir: tempfile::TempDir,
@@ -318,17 +323,17 @@ async fn the_command_line_explains_itself_and_rejects_unknown_usage() {
     let _ = Path::new("");
 }
 
-/// Start the binary, have the model start a background command that records its pid, and return both.
-async fn binary_with_background_task(
-    env: &Env,
-    model: &FakeModel,
-) -> (Child, i32, tokio::task::JoinHandle<()>) {
-    let mut child = env.command(model, &["acp"]).spawn().unwrap();
+/// Start the binary with `command` and run one prompt whose tool calls are all allowed; returns once the prompt
+/// has answered. The connection stays open until the returned sender is dropped.
+async fn drive_binary(
+    mut command: Command,
+) -> (Child, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let mut child = command.spawn().unwrap();
     let stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let cwd = env.cwd();
+    let cwd = command.as_std().get_current_dir().unwrap().to_path_buf();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let (answered_tx, answered_rx) = tokio::sync::oneshot::channel::<()>();
     let driver = tokio::spawn(async move {
         let _ = Client
             .v1()
@@ -352,64 +357,123 @@ async fn binary_with_background_task(
                 let session = cx.send_request(acp::NewSessionRequest::new(cwd)).block_task().await?;
                 let prompt = acp::PromptRequest::new(
                     session.session_id,
-                    vec![acp::ContentBlock::Text(acp::TextContent::new("serve"))],
+                    vec![acp::ContentBlock::Text(acp::TextContent::new("go"))],
                 );
                 cx.send_request(prompt).block_task().await?;
-                let _ = started_tx.send(());
+                let _ = answered_tx.send(());
                 let _ = done_rx.await;
                 Ok(())
             })
             .await;
     });
-    started_rx.await.unwrap();
-    let pidfile = env.cwd().join("server.pid");
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    drop(done_tx);
-    (child, pid, driver)
+    tokio::time::timeout(PATIENCE, answered_rx).await.expect("the prompt was answered").unwrap();
+    (child, done_tx, driver)
 }
 
-fn background_script(env: &Env) -> Vec<crate::support::fake_model::Reply> {
-    let pidfile = env.cwd().join("server.pid");
-    let command = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
-    vec![
-        calls(&[("bg", "bash", &json!({"command": command, "background": true}).to_string())]),
+/// Start the binary and have the model start every kind of escaping process tree as a background task; returns
+/// the binary, the members' pids and the client (which closes stdin when it ends).
+async fn binary_with_background_trees(
+    env: &Env,
+    model: &FakeModel,
+) -> (Child, Vec<i32>, tokio::task::JoinHandle<()>) {
+    let pidfile = env.cwd().join("tree.pids");
+    model.script(vec![
         calls(&[(
-            "w",
-            "shell_output",
-            &json!({"task_id": "task_1", "wait": "pattern", "pattern": "never", "timeout": 300}).to_string(),
+            "bg",
+            "bash",
+            &json!({"command": trees::script(&pidfile), "background": true}).to_string(),
         )]),
         answer(&["started"]),
-    ]
-}
-
-async fn assert_gone(pid: i32) {
-    let gone = async {
-        while tinycode::shell::process::running(pid) {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(3), gone)
-        .await
-        .unwrap_or_else(|_| panic!("process {pid} outlived the agent"));
+    ]);
+    let (child, done, driver) = drive_binary(env.command(model, &["acp"])).await;
+    let pids = trees::pids(&pidfile).await;
+    assert_eq!(trees::survivors(&pids, Duration::ZERO).await, pids, "the whole tree runs");
+    drop(done);
+    (child, pids, driver)
 }
 
 #[tokio::test]
 async fn no_process_outlives_the_binary_after_stdin_eof() {
     let env = Env::new();
-    let model = FakeModel::start(background_script(&env)).await;
-    let (mut child, pid, driver) = binary_with_background_task(&env, &model).await;
-    assert!(tinycode::shell::process::running(pid));
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, driver) = binary_with_background_trees(&env, &model).await;
     driver.await.unwrap();
     assert!(wait_exit(&mut child).await.success());
-    assert_gone(pid).await;
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }
 
 #[tokio::test]
 async fn no_process_outlives_the_binary_after_sigterm() {
     let env = Env::new();
-    let model = FakeModel::start(background_script(&env)).await;
-    let (mut child, pid, _driver) = binary_with_background_task(&env, &model).await;
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, _driver) = binary_with_background_trees(&env, &model).await;
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
     assert!(wait_exit(&mut child).await.success());
-    assert_gone(pid).await;
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn no_process_outlives_the_binary_after_kill_9() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, _driver) = binary_with_background_trees(&env, &model).await;
+    child.start_kill().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&wait_exit(&mut child).await),
+        Some(libc::SIGKILL)
+    );
+    // Nothing of the agent ran after SIGKILL: the supervisors saw their parent die and cleared their trees.
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn commands_never_see_provider_keys_or_secret_looking_variables() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![
+        calls(&[(
+            "e",
+            "bash",
+            &json!({"command": "cat /proc/self/environ | tr '\\0' '\\n' | sort"}).to_string(),
+        )]),
+        answer(&["seen"]),
+    ])
+    .await;
+    let mut command = env.command(&model, &["acp"]);
+    command
+        .env("OPENAI_API_KEY", "sk-openai")
+        .env("GITHUB_TOKEN", "ghp-token")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-secret")
+        .env("PGPASSWORD", "pg-password")
+        .env("KEYBOARD_LAYOUT", "us")
+        .env("TOKENIZERS_PARALLELISM", "false")
+        .env("PATH", std::env::var("PATH").unwrap());
+    let (mut child, done, driver) = drive_binary(command).await;
+    drop(done);
+    driver.await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    let seen = crate::suite::turn::tool_result(&model.messages(1), "e");
+    let names: Vec<&str> = seen.lines().filter_map(|l| l.split_once('=').map(|(n, _)| n)).collect();
+    assert_eq!(
+        names,
+        vec![
+            "GIT_PAGER",
+            "GIT_TERMINAL_PROMPT",
+            "HOME",
+            "KEYBOARD_LAYOUT",
+            "NO_COLOR",
+            "PAGER",
+            "PATH",
+            "PWD",
+            "TERM",
+            "TINYCODE_BASE_URL",
+            "TINYCODE_DATA_DIR",
+            "TINYCODE_MODEL",
+            "TOKENIZERS_PARALLELISM",
+            "XDG_CONFIG_HOME",
+        ],
+        "{seen}"
+    );
+    for secret in ["test-key", "sk-openai", "ghp-token", "aws-secret", "pg-password"] {
+        assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+    }
 }

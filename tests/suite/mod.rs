@@ -1,5 +1,6 @@
 mod binary;
 mod cancel;
+mod cleanup;
 mod compaction;
 mod edits;
 mod errors;
@@ -11,5 +12,6 @@ mod questions;
 mod sessions;
 mod settings;
 mod shell;
+mod streams;
 mod trust;
 mod turn;

@@ -566,6 +566,8 @@ impl Setup {
     }
 
     pub async fn start(self) -> Harness {
+        // Commands run under the real binary's supervisor mode, as they do in the shipped agent.
+        tinycode::shell::process::use_supervisor(PathBuf::from(env!("CARGO_BIN_EXE_tinycode")));
         let root = tempfile::tempdir().unwrap();
         let cwd = root.path().join("work");
         let data = root.path().join("data");

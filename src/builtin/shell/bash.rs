@@ -1,10 +1,12 @@
 //! The `bash` tool (seed 000 §8.3): `sh -c` in the session directory, classified before it runs, streamed to
 //! the editor while it runs, bounded for the model when it ends. Foreground commands run in their own process
-//! group, which is killed on timeout, on cancel and when the command finishes; `background: true` hands the
+//! group under the supervisor; the group and the whole tree below it are killed on timeout, on cancel and when
+//! the command finishes; `background: true` hands the
 //! command to the session's tasks. When the editor offers terminals and the configuration asks for them, the
 //! command runs in an editor terminal instead.
 //!
-//! Owns running one command. Classification lives in `classify`, process groups in `process`.
+//! Owns running one command. Classification lives in `classify`, process groups and trees in `process`, the
+//! environment in `environment`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -246,7 +248,7 @@ enum Ending {
 }
 
 async fn run_native(ctx: &Context, command: &str, timeout: Duration) -> Result<ToolOutput, ToolError> {
-    let (mut child, group) = process::spawn(command, &ctx.directory)
+    let (mut child, group) = process::spawn(command, &ctx.directory, ctx.tasks.environment())
         .map_err(|e| ToolError::execution(format!("cannot start the command: {e}")))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     if let Some(out) = child.stdout.take() {
@@ -265,23 +267,23 @@ async fn run_native(ctx: &Context, command: &str, timeout: Duration) -> Result<T
             biased;
             () = ctx.cancel.cancelled() => {
                 group.kill();
-                let _ = child.wait().await;
+                let _ = group.wait(&mut child).await;
                 return Err(ToolError::Cancelled);
             }
             Some((is_stderr, chunk)) = rx.recv() => collected.push(is_stderr, &chunk, ctx),
-            status = child.wait() => {
+            status = group.wait(&mut child) => {
                 let (code, signal) = status.map(process::exit_parts).unwrap_or((None, None));
                 break Ending::Exited(Exit { code, signal });
             }
             () = tokio::time::sleep_until(deadline) => {
                 group.kill();
-                let _ = child.wait().await;
+                let _ = group.wait(&mut child).await;
                 break Ending::TimedOut;
             }
             _ = tick.tick() => collected.flush(ctx),
         }
     };
-    // Whatever the command left behind in its group is stopped, which also closes the pipes.
+    // Whatever the command left behind is stopped (the supervisor already did), which also closes the pipes.
     group.kill();
     while let Ok(Some((is_stderr, chunk))) = tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
         collected.push(is_stderr, &chunk, ctx);

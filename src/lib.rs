@@ -54,6 +54,7 @@ pub mod control;
 pub mod display;
 pub mod llm;
 pub mod permission;
+pub mod schedule;
 pub mod session;
 pub mod shell;
 pub mod store;

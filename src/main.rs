@@ -15,6 +15,8 @@ USAGE:
     tinycode acp                       Serve ACP over stdio (what editors launch)
     tinycode run [--yes] [--cwd DIR] <prompt>
                                        Run one prompt headlessly; the answer goes to stdout
+    tinycode serve --listen 127.0.0.1:PORT [--allow-remote]
+                                       Serve ACP over WebSocket (token printed once to stderr)
     tinycode trust [--revoke] [DIR]    Let DIR's .tinycode/config.toml (as it is now) run commands, widen
                                        permissions or pick the server; --revoke stops trusting it
     tinycode --version | --help
@@ -169,6 +171,10 @@ async fn dispatch() -> ExitCode {
             // Headless output is for people: errors are printed by the run itself.
             init_logging("off");
             run_headless(&args[1..]).await
+        }
+        Some("serve") => {
+            init_logging("info,agent_client_protocol=error");
+            acp::serve::command(&args[1..]).await
         }
         Some("trust") => trust(&args[1..]),
         Some("--version" | "-V") => {

@@ -297,6 +297,23 @@ pub fn set_config_option(
     }
 }
 
+/// Does the prompt ask to steer the running turn (`_meta.tinycode.steer: true`)?
+fn wants_steering(request: &acp::PromptRequest) -> bool {
+    let extension = request.meta.as_ref().and_then(|m| m.get(super::META_KEY));
+    extension.and_then(|e| e.get("steer")).and_then(Value::as_bool) == Some(true)
+}
+
+/// The answer to a prompt; a steering message delivered into the running turn says so in `_meta.tinycode`.
+fn prompt_response(answer: crate::session::Answer) -> acp::PromptResponse {
+    let response = acp::PromptResponse::new(convert::stop_reason(answer.stop));
+    if !answer.steered {
+        return response;
+    }
+    let mut meta = acp::Meta::new();
+    meta.insert(super::META_KEY.to_string(), serde_json::json!({"steered": true}));
+    response.meta(meta)
+}
+
 pub fn prompt(
     state: &State,
     request: acp::PromptRequest,
@@ -315,8 +332,8 @@ pub fn prompt(
             }
         };
         let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
-        let reply = match session.prompt(parts, blocks).await {
-            Ok(stop) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
+        let reply = match session.submit(parts, blocks, wants_steering(&request)).await {
+            Ok(answer) => responder.respond(prompt_response(answer)),
             Err(e) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
                 responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))

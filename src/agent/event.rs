@@ -31,6 +31,9 @@ pub enum AgentEvent {
     MessageChunk { message_id: String, text: String },
     /// Streamed reasoning text.
     ThoughtChunk { message_id: String, text: String },
+    /// A message from tinycode itself rather than the model (a prompt is queued), with machine-readable details
+    /// for clients that show it their own way (`_meta.tinycode`).
+    Notice { message_id: String, text: String, meta: Value },
     /// A tool call was requested (it may still wait for permission).
     ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
     /// Permission was granted and the tool is running.

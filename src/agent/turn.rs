@@ -7,8 +7,8 @@
 //! leaves through [`EventSink`].
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
@@ -18,19 +18,21 @@ use super::compaction;
 use super::event::{AgentEvent, CompactionStatus, EventSink, ToolStatus};
 use super::history::History;
 use super::journal::Journal;
+use super::steer::Steering;
 use super::system_prompt;
 use crate::bus::{Bus, Event};
 use crate::config::Config;
-use crate::control::Control;
+use crate::control::{Control, Worktree};
 use crate::display::{Location, Presentation};
 use crate::llm::repair;
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
-use crate::permission;
+use crate::permission::{self, Category};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
 use crate::tool::{self, Context, Progress, Registry, invalid};
+use crate::workspace::changes::Recorder;
 use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -94,7 +96,8 @@ pub struct Turn<'a> {
     pub files: Arc<Files>,
     pub tasks: Arc<Tasks>,
     pub terminals: Option<Arc<dyn ClientTerminals>>,
-    pub cwd: &'a Path,
+    /// Where the tools work: the session's directory, or its worktree (changes after a tool round that moved).
+    pub cwd: RwLock<PathBuf>,
     pub config: &'a Config,
     pub model: &'a dyn ModelClient,
     pub model_name: String,
@@ -112,11 +115,19 @@ pub struct Turn<'a> {
     pub control: Arc<Control>,
     /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
     pub switcher: Option<&'a dyn AgentSwitcher>,
+    /// Steering messages the user sent while the turn runs.
+    pub steering: Option<&'a dyn Steering>,
+    /// Records what the turn changes (writes go through `files`; shell commands are bracketed here).
+    pub changes: Option<Arc<Recorder>>,
 }
 
-/// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
+/// The session side of what tools ask to change about the session: the agent (mode) — change the rules, save
+/// the choice, tell the editor — and the worktree the tools work in.
 pub trait AgentSwitcher: Send + Sync {
     fn switch_agent(&self, agent: &str);
+    /// Move the session's tools into `worktree` (`None`: back to the session's directory); returns where
+    /// they work now.
+    fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf;
 }
 
 fn new_id(prefix: &str) -> String {
@@ -188,6 +199,14 @@ impl Turn<'_> {
         self.journal.as_ref()
     }
 
+    /// Where the tools work now.
+    pub fn cwd(&self) -> PathBuf {
+        match self.cwd.read() {
+            Ok(cwd) => cwd.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
     /// Run the turn for `input` (the prompt as the editor sent it is `blocks`) on `conversation`.
     pub async fn run(
         &self,
@@ -199,7 +218,8 @@ impl Turn<'_> {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
-        let mut system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
+        let mut plan = self.plan_mode;
+        let mut system = system_prompt::build(&self.cwd(), SystemTime::now(), plan);
         let tools = self.tool_specs();
         let mut requests = 0;
         let mut compacted_on_overflow = false;
@@ -211,6 +231,7 @@ impl Turn<'_> {
                 return Ok(StopReason::MaxTurnRequests);
             }
             requests += 1;
+            self.deliver_steers(&mut conversation.history);
             self.deliver_notes(&mut conversation.history);
             let mut request = self.request(&system, &tools, &conversation.history);
             if compaction::needed(
@@ -250,8 +271,19 @@ impl Turn<'_> {
                 conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
                 end_with = end_with.or(end_turn);
             }
-            if let Some(agent) = self.control.take_switch() {
-                self.switch_agent(&agent, &mut system);
+            let switched = self.control.take_switch();
+            let moved = self.control.take_worktree_change();
+            if let Some(agent) = &switched {
+                plan = agent == "plan";
+                if let Some(switcher) = self.switcher {
+                    switcher.switch_agent(agent);
+                }
+            }
+            if let Some(worktree) = moved.as_ref() {
+                self.switch_worktree(worktree.as_ref());
+            }
+            if switched.is_some() || moved.is_some() {
+                system = system_prompt::build(&self.cwd(), SystemTime::now(), plan);
             }
             if self.cancel.is_cancelled() {
                 return Ok(StopReason::Cancelled);
@@ -263,12 +295,25 @@ impl Turn<'_> {
         }
     }
 
-    /// Apply a switch a tool requested: the session changes mode, and the rest of the turn uses its prompt.
-    fn switch_agent(&self, agent: &str, system: &mut String) {
-        if let Some(switcher) = self.switcher {
-            switcher.switch_agent(agent);
+    /// Apply a move into or out of a worktree: the rest of the turn works there (and its prompt says so).
+    fn switch_worktree(&self, worktree: Option<&Worktree>) {
+        let Some(switcher) = self.switcher else { return };
+        let root = switcher.switch_worktree(worktree);
+        match self.cwd.write() {
+            Ok(mut cwd) => *cwd = root,
+            Err(poisoned) => *poisoned.into_inner() = root,
         }
-        *system = system_prompt::build(self.cwd, SystemTime::now(), agent == "plan");
+    }
+
+    /// Steering messages the user sent since the last request join the history (and the journal) now.
+    fn deliver_steers(&self, history: &mut History) {
+        let Some(steering) = self.steering else { return };
+        for steer in steering.take() {
+            if let Some(journal) = self.journal() {
+                journal.user(&new_id("user"), &steer.blocks, &steer.parts);
+            }
+            history.push_user(steer.parts);
+        }
     }
 
     /// A message from the agent itself (a question the editor could not ask): shown, saved and remembered.
@@ -467,7 +512,7 @@ impl Turn<'_> {
         Context {
             session_id: self.session_id.to_string(),
             call_id: ui_id.to_string(),
-            directory: self.cwd.to_path_buf(),
+            directory: self.cwd(),
             perms: self.perms.clone(),
             bus: self.bus.clone(),
             subagent_depth: 0,
@@ -516,7 +561,14 @@ impl Turn<'_> {
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
         let context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
+        let shell = self.shell_changes(&prepared.tool, &prepared.args);
+        if let (Some(changes), Some(label)) = (&self.changes, &shell) {
+            changes.before_command(&context.directory, label).await;
+        }
         let mut outcome = self.registry.execute(&prepared.tool, context, prepared.args).await;
+        if let (Some(changes), Some(_)) = (&self.changes, &shell) {
+            changes.after_command().await;
+        }
         // Files the call modified (bus `file.modified`) are locations the editor can follow.
         while let Ok(event) = modified.try_recv() {
             if let Event::FileModified { call_id, path, .. } = event
@@ -550,6 +602,23 @@ impl Turn<'_> {
         }
         self.sink.emit(finished);
         (output, outcome.end_turn)
+    }
+}
+
+impl Turn<'_> {
+    /// For a shell-category call whose changes are recorded: how the checkpoint names it.
+    fn shell_changes(&self, tool: &str, args: &Value) -> Option<String> {
+        self.changes.as_ref()?;
+        let def = self.registry.resolve(tool)?;
+        if def.permission != Some(Category::Shell) {
+            return None;
+        }
+        let command = args.get("command").and_then(Value::as_str).unwrap_or(&def.id);
+        let mut label: String = command.lines().next().unwrap_or_default().chars().take(80).collect();
+        if label.len() < command.len() {
+            label.push('…');
+        }
+        Some(label)
     }
 }
 

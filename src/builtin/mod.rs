@@ -6,6 +6,7 @@
 
 pub mod apply_patch;
 pub mod change;
+pub mod cron;
 pub mod edit;
 pub mod glob;
 pub mod grep;
@@ -13,7 +14,9 @@ pub mod plan_switch;
 pub mod question;
 pub mod read;
 pub mod shell;
+pub mod sleep;
 pub mod todowrite;
+pub mod worktree;
 pub mod write;
 
 use crate::tool::{Registry, invalid};
@@ -36,6 +39,12 @@ pub fn registry() -> Registry {
     registry.register(question::def());
     registry.register(plan_switch::enter());
     registry.register(plan_switch::exit());
+    registry.register(worktree::enter());
+    registry.register(worktree::exit());
+    registry.register(sleep::def());
+    registry.register(cron::create());
+    registry.register(cron::list());
+    registry.register(cron::delete());
     registry.register(invalid::def());
     registry
 }
@@ -53,7 +62,7 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
         );
         assert!(outcome.is_error);
     }

@@ -147,6 +147,8 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Scheduled jobs may be made and fire (`[cron] enabled`, `TINYCODE_DISABLE_CRON=1`; off anywhere wins).
+    pub cron: bool,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -169,6 +171,13 @@ struct Layer {
     context_window: Option<u64>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    cron: Option<CronLayer>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct CronLayer {
+    enabled: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -265,6 +274,11 @@ impl Layer {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
+            // Any layer that turns scheduled jobs off wins.
+            cron: match (self.cron.and_then(|c| c.enabled), lower.cron.and_then(|c| c.enabled)) {
+                (Some(false), _) | (_, Some(false)) => Some(CronLayer { enabled: Some(false) }),
+                (a, b) => a.or(b).map(|enabled| CronLayer { enabled: Some(enabled) }),
+            },
         }
     }
 
@@ -291,6 +305,10 @@ impl Layer {
             model: sources.var("TINYCODE_MODEL").map(String::from),
             data_dir: sources.var("TINYCODE_DATA_DIR").map(PathBuf::from),
             max_turn_requests: number("TINYCODE_MAX_TURN_REQUESTS")?,
+            cron: sources
+                .var("TINYCODE_DISABLE_CRON")
+                .filter(|v| !matches!(v.trim(), "0" | "false" | "no"))
+                .map(|_| CronLayer { enabled: Some(false) }),
             ..Layer::default()
         })
     }
@@ -447,6 +465,7 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
+            cron: layer.cron.and_then(|c| c.enabled).unwrap_or(true),
         }
     }
 }

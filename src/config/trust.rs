@@ -29,6 +29,8 @@ pub const HARMLESS: &[&str] = &[
     "response_timeout_ms",
     "retry",
     "shell.client_terminals",
+    // Scheduled jobs are on by default and "off" anywhere wins, so a project can only turn them off.
+    "cron",
 ];
 
 /// What each setting that needs trust lets a project do, as the ask words it. Settings of features not built yet

@@ -420,6 +420,14 @@ impl Service {
         }
     }
 
+    /// Put `ask` to the user whatever the rules and the mode say (an undo that would discard newer changes, a
+    /// worktree removal that would lose work). Nobody to ask is a rejection.
+    pub async fn confirm(&self, ask: &Ask) -> Reply {
+        let Some(approver) = &self.approver else { return Reply::RejectOnce };
+        let _serial = self.ask_lock.lock().await;
+        approver.ask(ask).await
+    }
+
     /// Decide whether the call may run, asking the user when the rules say so.
     pub async fn check(&self, ask: &Ask) -> Verdict {
         let protection = self.protection(ask);

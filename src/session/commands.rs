@@ -1,5 +1,6 @@
 //! Slash commands a session answers instead of the model: `/compact`, and `/permissions` to list the project's
-//! remembered "always" rules and revoke them (`/permissions revoke N`, `/permissions clear`).
+//! remembered "always" rules and revoke them (`/permissions revoke N`, `/permissions clear`). `/undo`,
+//! `/checkpoints` and `/restore N` are answered by `checkpoints`; `/steer TEXT` is routed by `turns`.
 //!
 //! Owns parsing and the texts of the answers. Compaction itself belongs to the turn.
 
@@ -7,12 +8,20 @@ use crate::llm::UserPart;
 use crate::permission::remembered::Remembered;
 
 /// The commands as advertised: name, description, input hint.
-pub const COMMANDS: [(&str, &str, Option<&str>); 2] = [
+pub const COMMANDS: [(&str, &str, Option<&str>); 6] = [
     ("compact", "Summarise older messages to free up the context window", None),
     (
         "permissions",
         "List the permissions remembered for this project; `revoke N` or `clear` forgets them",
         Some("revoke N | clear"),
+    ),
+    super::checkpoints::UNDO,
+    super::checkpoints::CHECKPOINTS,
+    super::checkpoints::RESTORE,
+    (
+        "steer",
+        "Add a message to the running turn without stopping it",
+        Some("what the agent should know now"),
     ),
 ];
 
@@ -20,6 +29,10 @@ pub const COMMANDS: [(&str, &str, Option<&str>); 2] = [
 pub enum Command {
     Compact,
     Permissions(Vec<String>),
+    Undo,
+    Checkpoints,
+    /// `/restore N`: the argument as typed.
+    Restore(String),
 }
 
 /// The command a prompt invokes, if it is one: a single text block starting with `/` and a known name.
@@ -29,6 +42,9 @@ pub fn parse(input: &[UserPart]) -> Option<Command> {
     match words.next()? {
         "compact" => Some(Command::Compact),
         "permissions" => Some(Command::Permissions(words.map(String::from).collect())),
+        "undo" => Some(Command::Undo),
+        "checkpoints" => Some(Command::Checkpoints),
+        "restore" => Some(Command::Restore(words.collect::<Vec<_>>().join(" "))),
         _ => None,
     }
 }

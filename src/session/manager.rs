@@ -1,8 +1,9 @@
 //! The sessions of one process: creating them, loading stored ones (with the events that redraw them), resuming,
 //! listing, closing and deleting. Opens the store in the background at start-up and keeps the providers' model
-//! lists (`models`), so `session/new` never waits on the disk or the network.
+//! lists (`models`), so `session/new` never waits on the disk or the network. Runs the scheduler of its
+//! sessions' jobs while it serves ([`Manager::run_schedule`]).
 //!
-//! Owns the live-session table and the store handle.
+//! Owns the live-session table, the store handle and the scheduler.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,11 +24,13 @@ use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::schedule::{Clock, Scheduler, Zone};
 use crate::shell::environment::Environment;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
+use crate::workspace::changes::Recorder;
 use crate::workspace::files::{FileLocks, Files};
 
 /// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
@@ -43,6 +46,20 @@ pub enum SessionError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Schedule the durable jobs kept in `store`.
+async fn schedule_stored_jobs(store: &Store, scheduler: &Scheduler) {
+    match store.jobs().await {
+        Ok(rows) => {
+            for job in rows.into_iter().filter_map(super::jobs::from_row) {
+                if let Err(e) = scheduler.add(job) {
+                    tracing::warn!(error = %e, "a stored job was not scheduled");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "the scheduled jobs could not be read"),
+    }
 }
 
 /// Sessions listed per page.
@@ -64,6 +81,10 @@ pub struct Manager {
     ask_trust: bool,
     /// Remembered permission rules by project.
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
+    /// The sessions' scheduled jobs.
+    scheduler: Arc<Scheduler>,
+    /// Fires when the manager shuts down (stops the scheduler).
+    stop: CancellationToken,
 }
 
 impl Manager {
@@ -84,7 +105,15 @@ impl Manager {
             store: tokio::sync::OnceCell::new(),
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
+            scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// Read the time for scheduled jobs from `clock`, in `zone` (tests start it at a chosen moment).
+    pub fn with_clock(mut self, clock: Clock, zone: Zone) -> Self {
+        self.scheduler = Arc::new(Scheduler::new(clock, zone));
+        self
     }
 
     /// Never ask the user to trust a project: its settings that need trust stay ignored.
@@ -102,14 +131,17 @@ impl Manager {
         self.sources.data_dir().join("tinycode.db")
     }
 
-    /// The store, opened on first use (on a blocking thread).
+    /// The store, opened on first use (on a blocking thread); its durable jobs are scheduled as it opens.
     pub async fn store(&self) -> Result<Store, StoreError> {
         let path = self.database_path();
+        let scheduler = self.scheduler.clone();
         self.store
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || Store::open(&path))
+                let store = tokio::task::spawn_blocking(move || Store::open(&path))
                     .await
-                    .unwrap_or(Err(StoreError::Closed))
+                    .unwrap_or(Err(StoreError::Closed))?;
+                schedule_stored_jobs(&store, &scheduler).await;
+                Ok(store)
             })
             .await
             .clone()
@@ -161,6 +193,8 @@ impl Manager {
         );
         // One environment for every command the session runs: bash, tasks and formatters.
         let environment = Arc::new(Environment::new(&config.env_policy));
+        let changes = Arc::new(Recorder::default());
+        let closed = CancellationToken::new();
         let session = Arc::new(Session {
             id: row.id.clone(),
             files: Arc::new(
@@ -170,7 +204,8 @@ impl Manager {
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone()),
+                .with_environment(environment.clone())
+                .with_changes(changes.clone()),
             ),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
@@ -192,9 +227,10 @@ impl Manager {
             settings: Mutex::new(settings),
             title: Mutex::new(row.title.clone()),
             conversation: tokio::sync::Mutex::new(conversation),
-            active: Mutex::new(None),
-            turns: std::sync::atomic::AtomicU64::new(0),
-            closed: CancellationToken::new(),
+            queue: super::queue::Queue::new(closed.clone()),
+            changes,
+            headless: std::sync::atomic::AtomicBool::new(false),
+            closed,
             config: Mutex::new(Arc::new(config)),
             sources: self.sources.clone(),
             trust: self.trust.clone(),
@@ -204,6 +240,13 @@ impl Manager {
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
+        if session.config().cron {
+            session.control.set_jobs(Some(Arc::new(super::jobs::SessionJobs {
+                session_id: row.id.clone(),
+                scheduler: self.scheduler.clone(),
+                store: session.store.clone(),
+            })));
+        }
         session.watch_models();
         session.watch_todos();
         session
@@ -292,11 +335,47 @@ impl Manager {
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
+        let worktree = store.worktree(id).await?;
         let session = self.assemble(&row, loaded, conversation, Vec::new(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }
+        session.restore_worktree(worktree);
         Ok((session, events))
+    }
+
+    /// Open a stored session with no editor attached, for a scheduled job; `None` when it is gone.
+    pub(super) async fn open_unattended(&self, id: &str) -> Option<Arc<Session>> {
+        let store = self.store().await.ok()?;
+        let row = store.session(id).await.ok()??;
+        match self.open(id, Path::new(&row.cwd), super::jobs::unattended(), false).await {
+            Ok((session, _)) => {
+                session.headless.store(true, std::sync::atomic::Ordering::Relaxed);
+                Some(session)
+            }
+            Err(e) => {
+                tracing::warn!(session = id, error = %e, "a scheduled job's session could not be opened");
+                None
+            }
+        }
+    }
+
+    /// Put away a session the scheduler opened (its durable jobs stay scheduled).
+    pub(super) fn put_away(&self, id: &str) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(id).is_some_and(|s| s.is_unattended()) {
+            if let Some(session) = sessions.remove(id) {
+                session.close();
+            }
+        }
+    }
+
+    /// Fire the sessions' scheduled jobs (durable ones from the store included) until the manager shuts down.
+    pub async fn run_schedule(&self) {
+        // Opening the store schedules its durable jobs.
+        let _ = self.store().await;
+        let scheduler = self.scheduler.clone();
+        scheduler.run(self, self.stop.clone()).await;
     }
 
     /// One page of stored sessions, newest first.
@@ -314,6 +393,7 @@ impl Manager {
 
     /// Stop a session's work and forget it in memory (it stays stored).
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
+        self.scheduler.forget_session(id, false);
         if let Some(session) = lock(&self.sessions).remove(id) {
             session.close();
             return Ok(());
@@ -326,6 +406,7 @@ impl Manager {
 
     /// Close a session and remove it (and everything it stored).
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        self.scheduler.forget_session(id, true);
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = &live {
             session.close();
@@ -336,6 +417,7 @@ impl Manager {
 
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
+        self.stop.cancel();
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
         for session in sessions {
             session.close();

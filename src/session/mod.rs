@@ -1,31 +1,35 @@
 //! Sessions: one [`Session`] per ACP session (its directory, configuration, settings, model client,
 //! permission service, files, tasks and conversation), and the [`Manager`] that creates, loads, lists, closes
-//! and deletes them. Several sessions run at once; within one session turns are serialised, and a new prompt
-//! cancels the running turn and queues behind it. Every completed event is saved as it happens.
+//! and deletes them. Several sessions run at once; within one session turns are serialised: a new prompt waits in
+//! line behind the running turn, a steering message joins the running turn, and a cancel stops both. Every
+//! completed event is saved as it happens, and every turn's file changes become a checkpoint that `/undo` and
+//! `/restore N` revert.
 //!
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
+pub mod checkpoints;
 pub mod commands;
+pub mod jobs;
 pub mod manager;
 pub mod models;
+pub mod queue;
 pub mod settings;
 pub mod trust;
+pub mod turns;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::event::CompactionStatus;
-use crate::agent::journal::Journal;
-use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink, StopReason, Turn, TurnError};
+use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink};
 use crate::bus::{Bus, Event};
 use crate::config::Config;
 use crate::config::Sources;
 use crate::config::trust::{Request, Trust};
-use crate::control::{Asker, Control, Todo};
+use crate::control::{Asker, Control, Todo, Worktree};
 use crate::llm::{ModelClient, UserPart};
 use crate::permission::{self, Approver};
 use crate::shell::tasks::Tasks;
@@ -33,12 +37,13 @@ use crate::shell::terminal::ClientTerminals;
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
+use crate::workspace::changes::Recorder;
 use crate::workspace::files::{ClientFs, Files};
 pub use commands::COMMANDS;
-use commands::Command;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 pub use trust::{TrustAnswer, TrustAsker};
+pub use turns::Answer;
 
 /// Where agent-side changes to a session's settings are announced (the editor's mode and option pickers).
 pub trait SettingsSink: Send + Sync {
@@ -114,9 +119,12 @@ pub struct Session {
     models_swapped: Arc<tokio::sync::Notify>,
     catalogue: Arc<models::Catalogue>,
     conversation: tokio::sync::Mutex<Conversation>,
-    /// The running (or queued) turn: its number and cancel token.
-    active: Mutex<Option<(u64, CancellationToken)>>,
-    turns: AtomicU64,
+    /// The running turn, the prompts waiting for it, and the steering messages for it.
+    queue: queue::Queue,
+    /// What the running turn changes in the files (its checkpoint).
+    changes: Arc<Recorder>,
+    /// Opened by the scheduler for a job, with no editor attached (yet).
+    headless: AtomicBool,
     closed: CancellationToken,
     /// Where the configuration is reloaded from once the user trusts the project.
     sources: Sources,
@@ -124,6 +132,10 @@ pub struct Session {
     /// What the project file wants that needs the user's trust, while they have not given it.
     untrusted: Mutex<Option<Request>>,
     trust_asker: Mutex<Option<Arc<dyn TrustAsker>>>,
+}
+
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -138,8 +150,27 @@ impl Session {
         lock(&self.sink).clone()
     }
 
+    /// Where the session's tools work: its directory, or the worktree it moved into.
+    pub fn workdir(&self) -> PathBuf {
+        self.control.worktree().map(|w| w.path).unwrap_or_else(|| self.cwd.clone())
+    }
+
+    /// Put the session back into the worktree it was in when it was stored (JSON), if that still exists.
+    fn restore_worktree(&self, stored: Option<String>) {
+        let Some(worktree) = stored.and_then(|json| serde_json::from_str::<Worktree>(&json).ok()) else {
+            return;
+        };
+        if !worktree.path.is_dir() {
+            tracing::warn!(session = %self.id, path = %worktree.path.display(), "the session's worktree is gone");
+            return;
+        }
+        self.files.set_roots(vec![worktree.path.clone()]);
+        self.control.restore_worktree(Some(worktree));
+    }
+
     /// Send this session's events to a (new) editor connection.
     pub fn rebind(&self, seams: &Seams) {
+        self.headless.store(false, std::sync::atomic::Ordering::Relaxed);
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();
@@ -251,102 +282,9 @@ impl Session {
         });
     }
 
-    /// Run one prompt. A turn already running is cancelled first; this one starts when it has ended.
-    /// `blocks` is the prompt as the editor sent it, kept for replay.
-    pub async fn prompt(
-        &self,
-        input: Vec<UserPart>,
-        blocks: serde_json::Value,
-    ) -> Result<StopReason, TurnError> {
-        let cancel = self.closed.child_token();
-        let number = self.turns.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = lock(&self.active).replace((number, cancel.clone())) {
-            previous.cancel();
-        }
-        let mut conversation = self.conversation.lock().await;
-        if cancel.is_cancelled() {
-            return Ok(StopReason::Cancelled);
-        }
-        self.apply_trust();
-        let (config, model) = (self.config(), lock(&self.model).clone());
-        let result = match commands::parse(&input) {
-            Some(Command::Compact) => {
-                let turn = self.turn(&config, model.as_ref(), &self.settings(), cancel.clone());
-                Ok(self.compact_command(turn, &mut conversation, &cancel).await)
-            }
-            Some(Command::Permissions(args)) => {
-                let reply = commands::permissions(self.perms.remembered(), &args).await;
-                self.reply(&reply);
-                Ok(StopReason::EndTurn)
-            }
-            _ => {
-                self.name_from(&input);
-                let settings = self.settings();
-                let turn = self.turn(&config, model.as_ref(), &settings, cancel.clone());
-                turn.run(&mut conversation, input, blocks).await
-            }
-        };
-        debug_assert_eq!(conversation.history.check(), Ok(()));
-        let mut active = lock(&self.active);
-        if active.as_ref().is_some_and(|(n, _)| *n == number) {
-            *active = None;
-        }
-        result
-    }
-
-    fn turn<'a>(
-        &'a self,
-        config: &'a Config,
-        model: &'a dyn ModelClient,
-        settings: &Settings,
-        cancel: CancellationToken,
-    ) -> Turn<'a> {
-        Turn {
-            session_id: &self.id,
-            files: self.files.clone(),
-            tasks: self.tasks.clone(),
-            terminals: self.terminals.clone(),
-            cwd: &self.cwd,
-            config,
-            model,
-            model_name: settings.model.clone(),
-            reasoning_effort: settings.reasoning_effort(),
-            context_window: settings::context_window(&settings.model, config.context_window),
-            plan_mode: settings.mode == Mode::Plan,
-            registry: &self.registry,
-            sink: self.sink(),
-            perms: Some(self.perms.clone()),
-            bus: &self.bus,
-            journal: self.store.as_ref().map(|s| Journal::new(s.clone(), &self.id)),
-            cancel,
-            control: self.control.clone(),
-            switcher: Some(self),
-        }
-    }
-
-    async fn compact_command(
-        &self,
-        turn: Turn<'_>,
-        conversation: &mut Conversation,
-        cancel: &CancellationToken,
-    ) -> StopReason {
-        let reply = match turn.compact(conversation, 0).await {
-            Some(CompactionStatus::Completed) => {
-                "Older messages were summarised; the conversation goes on from the summary."
-            }
-            Some(_) => "Compacting failed; the conversation is unchanged.",
-            None => "There is nothing to compact yet.",
-        };
-        self.reply(reply);
-        if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
-    }
-
     /// A command's answer, shown as an agent message.
     fn reply(&self, text: &str) {
-        self.sink().emit(AgentEvent::MessageChunk {
-            message_id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
-            text: text.into(),
-        });
+        self.sink().emit(AgentEvent::MessageChunk { message_id: new_id("msg"), text: text.into() });
     }
 
     /// Fetch the provider's model list in the background (after the editor has the session), unless done.
@@ -375,16 +313,10 @@ impl Session {
         });
     }
 
-    /// Cancel the running turn, if any.
-    pub fn cancel(&self) {
-        if let Some((_, token)) = lock(&self.active).as_ref() {
-            token.cancel();
-        }
-    }
-
     /// Cancel everything, stop the session's background tasks, and refuse further work.
     pub fn close(&self) {
         self.closed.cancel();
+        self.queue.cancel();
         self.tasks.stop_all();
     }
 
@@ -404,6 +336,16 @@ impl AgentSwitcher for Session {
         self.apply_settings();
         self.announce_settings(true);
         self.bus.publish(Event::AgentSwitched { session_id: self.id.clone(), agent: mode.id().to_string() });
+    }
+
+    fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf {
+        let root = worktree.map(|w| w.path.clone()).unwrap_or_else(|| self.cwd.clone());
+        self.files.set_roots(vec![root.clone()]);
+        if let Some(store) = &self.store {
+            store.set_worktree_later(&self.id, worktree.and_then(|w| serde_json::to_string(w).ok()));
+        }
+        tracing::info!(session = %self.id, root = %root.display(), "the session's tools work in a new root");
+        root
     }
 }
 

@@ -137,6 +137,8 @@ pub struct Tasks {
     next: AtomicU64,
     tasks: Mutex<BTreeMap<u64, Arc<Task>>>,
     notes: Arc<Mutex<Vec<String>>>,
+    /// Bumped whenever a task exits (`sleep` wakes on it).
+    exits: Arc<watch::Sender<u64>>,
 }
 
 impl Tasks {
@@ -148,6 +150,7 @@ impl Tasks {
             next: AtomicU64::new(1),
             tasks: Mutex::new(BTreeMap::new()),
             notes: Arc::default(),
+            exits: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -188,7 +191,7 @@ impl Tasks {
         });
         lock(&self.tasks).insert(number, task.clone());
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        let (pumped, notes) = (task.clone(), self.notes.clone());
+        let (pumped, notes, exits) = (task.clone(), self.notes.clone(), self.exits.clone());
         tokio::spawn(async move {
             let exit = pump(&pumped, &mut child, stdout, stderr, Spill::always(log), limit).await;
             // Whatever the command left running goes with it.
@@ -203,8 +206,14 @@ impl Tasks {
                 ));
             }
             pumped.state.send_replace(State::Exited(exit));
+            exits.send_modify(|n| *n += 1);
         });
         Ok(task)
+    }
+
+    /// Changes whenever one of the session's tasks exits.
+    pub fn exits(&self) -> watch::Receiver<u64> {
+        self.exits.subscribe()
     }
 
     /// A task by id (`task_3`) or by the pid of its leader.

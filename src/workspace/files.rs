@@ -8,10 +8,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
 
+use super::changes::Recorder;
 use super::{atomic, format};
 use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
@@ -90,7 +91,8 @@ pub struct Written {
 
 /// A session's file access.
 pub struct Files {
-    roots: Vec<PathBuf>,
+    /// Replaced when the session moves into or out of a worktree.
+    roots: RwLock<Vec<PathBuf>>,
     client: Option<Arc<dyn ClientFs>>,
     locks: Arc<FileLocks>,
     /// Replaced when the user trusts the project that configures them.
@@ -98,6 +100,8 @@ pub struct Files {
     /// The environment formatters run with.
     environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
+    /// Told about every write and deletion first (the turn's checkpoint).
+    changes: Option<Arc<Recorder>>,
 }
 
 /// Lexically resolve `.` and `..`.
@@ -142,12 +146,34 @@ impl Files {
     ) -> Self {
         let environment = Arc::new(Environment::default());
         Self {
-            roots,
+            roots: RwLock::new(roots),
             client,
             locks,
             formatters: Mutex::new(formatters),
             environment,
             ledger: Mutex::new(HashMap::new()),
+            changes: None,
+        }
+    }
+
+    /// Tell `recorder` about every write and deletion before it happens.
+    pub fn with_changes(mut self, recorder: Arc<Recorder>) -> Self {
+        self.changes = Some(recorder);
+        self
+    }
+
+    /// Bound the tools by `roots` from now on (the session moved into or out of a worktree).
+    pub fn set_roots(&self, roots: Vec<PathBuf>) {
+        *match self.roots.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        } = roots;
+    }
+
+    fn roots(&self) -> Vec<PathBuf> {
+        match self.roots.read() {
+            Ok(roots) => roots.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
@@ -191,11 +217,12 @@ impl Files {
     pub fn check_boundary(&self, path: &Path) -> Result<PathBuf, ToolError> {
         let normal = normalize(path);
         let real = resolve_existing(&normal);
-        let inside = self.roots.iter().any(|root| real.starts_with(resolve_existing(root)));
+        let roots = self.roots();
+        let inside = roots.iter().any(|root| real.starts_with(resolve_existing(root)));
         if inside {
             return Ok(normal);
         }
-        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        let roots: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
         Err(ToolError::retry(format!(
             "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directory can be changed.",
             normal.display(),
@@ -251,6 +278,9 @@ impl Files {
     /// Write `content` to `path`: through the editor when it can, else atomically to disk. Then run the
     /// formatter, and record the result as read so the model can keep editing.
     pub async fn write(&self, path: &Path, content: &str, cwd: &Path) -> Result<Written, ToolError> {
+        if let Some(changes) = &self.changes {
+            changes.before_write(path).await;
+        }
         let via = match self.editor_writes() {
             Some(client) => {
                 client.write(path, content).await.map_err(|e| {
@@ -296,11 +326,31 @@ impl Files {
 
     /// Delete `path` from disk (the editor protocol has no delete).
     pub async fn delete(&self, path: &Path) -> Result<(), ToolError> {
+        if let Some(changes) = &self.changes {
+            changes.before_write(path).await;
+        }
         tokio::fs::remove_file(path)
             .await
             .map_err(|e| ToolError::execution(format!("cannot delete {}: {e}", path.display())))?;
         self.ledger().remove(path);
         Ok(())
+    }
+
+    /// Put `content` back into `path` exactly (an undo): through the editor when it can write and the content is
+    /// text, so the editor shows the change for review; else atomically on disk. No formatter runs, and the
+    /// model must read the file again before changing it.
+    pub async fn restore(&self, path: &Path, content: &[u8]) -> Result<Via, String> {
+        self.ledger().remove(path);
+        if let (Some(client), Ok(text)) = (self.editor_writes(), std::str::from_utf8(content)) {
+            client.write(path, text).await?;
+            return Ok(Via::Editor);
+        }
+        let (target, bytes) = (path.to_path_buf(), content.to_vec());
+        tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        Ok(Via::Disk)
     }
 }
 

@@ -403,6 +403,15 @@ impl TestClient {
         tokio::spawn(async move { cx.send_request(request).block_task().await })
     }
 
+    /// Send any prompt request without waiting for it.
+    pub fn request_later(
+        &self,
+        request: acp::PromptRequest,
+    ) -> tokio::task::JoinHandle<Result<acp::PromptResponse, Error>> {
+        let cx = self.cx.clone();
+        tokio::spawn(async move { cx.send_request(request).block_task().await })
+    }
+
     pub fn cancel(&self, session: &acp::SessionId) {
         self.cx.send_notification(acp::CancelNotification::new(session.clone())).unwrap();
         for held in self.log.held.lock().unwrap().drain(..) {
@@ -488,12 +497,14 @@ pub struct Harness {
     pub data: PathBuf,
     pub model: FakeModel,
     pub client: TestClient,
-    /// The first agent's event bus.
+    /// The agent's event bus (the newest agent's after a restart).
     pub bus: tinycode::bus::Bus,
     capabilities: acp::ClientCapabilities,
     registry: Arc<Registry>,
     /// The provider comes from the user's config file rather than the environment.
     user_provider: bool,
+    /// The scheduler's clock (every agent of the harness shares it).
+    clock: Option<tinycode::schedule::Clock>,
 }
 
 pub struct Setup {
@@ -506,6 +517,8 @@ pub struct Setup {
     pub trusted: bool,
     /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
     pub user_provider: bool,
+    /// The scheduler's clock (UTC); the system clock when unset.
+    pub clock: Option<tinycode::schedule::Clock>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -536,7 +549,14 @@ impl Setup {
             capabilities: acp::ClientCapabilities::new(),
             trusted: false,
             user_provider: false,
+            clock: None,
         }
+    }
+
+    /// Scheduled jobs read the time from `clock`, in UTC.
+    pub fn clock(mut self, clock: tinycode::schedule::Clock) -> Self {
+        self.clock = Some(clock);
+        self
     }
 
     pub fn trusted(mut self) -> Self {
@@ -596,7 +616,7 @@ impl Setup {
             trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
         }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
-        let manager = Manager::with_registry(sources, registry.clone());
+        let manager = with_clock(Manager::with_registry(sources, registry.clone()), &self.clock);
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
@@ -611,7 +631,15 @@ impl Setup {
             capabilities: self.capabilities,
             registry,
             user_provider,
+            clock: self.clock,
         }
+    }
+}
+
+fn with_clock(manager: Manager, clock: &Option<tinycode::schedule::Clock>) -> Manager {
+    match clock {
+        Some(clock) => manager.with_clock(clock.clone(), tinycode::schedule::Zone::Utc),
+        None => manager,
     }
 }
 
@@ -661,20 +689,28 @@ impl Harness {
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
+        self.agent_and_bus().await.0
+    }
+
+    /// Another agent and its event bus.
+    async fn agent_and_bus(&self) -> (TestClient, tinycode::bus::Bus) {
         let sources = agent_sources(
             self.user_provider,
             &self.model.base_url,
             &self.data,
             &self.root.path().join("config"),
         );
-        let client = TestClient::start(Manager::with_registry(sources, self.registry.clone())).await;
+        let manager = with_clock(Manager::with_registry(sources, self.registry.clone()), &self.clock);
+        let bus = manager.bus().clone();
+        let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        client
+        (client, bus)
     }
 
     /// Stop the agent (stdin EOF) and start a fresh one on the same database, as after an editor restart.
     pub async fn restart(&mut self) {
-        let fresh = self.another_agent().await;
+        let (fresh, bus) = self.agent_and_bus().await;
+        self.bus = bus;
         let old = std::mem::replace(&mut self.client, fresh);
         old.close().await.unwrap();
     }

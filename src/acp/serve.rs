@@ -1,0 +1,303 @@
+//! `tinycode serve --listen 127.0.0.1:PORT`: the same ACP agent over WebSocket, for editors that run elsewhere
+//! (over SSH port forwarding, from WSL or a container). Each WebSocket text message is one JSON-RPC message.
+//!
+//! - A token is generated at start and printed once to stderr; a client sends it as `Authorization: Bearer
+//!   <token>` (or `?token=<token>` in the URL, for clients that cannot set headers). It is compared in constant
+//!   time; a wrong or missing token gets HTTP 401 and nothing else.
+//! - Only loopback addresses are accepted unless `--allow-remote` is given (then a warning says the traffic is
+//!   not encrypted: put it behind SSH or TLS).
+//! - Each connection has its own session set (its own session manager, sharing the database like another editor
+//!   window would). A dropped connection cancels its turns and kills their processes, as stdin EOF does.
+//!
+//! Owns the listener, the handshake and the framing. The agent itself is [`super::serve_with`].
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::Lines;
+use futures::{SinkExt, StreamExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Sources;
+use crate::session::Manager;
+
+/// How long a client has to finish the WebSocket handshake.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Largest WebSocket message accepted (a prompt with an image, a big replay answer).
+pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What `tinycode serve` was asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    pub listen: SocketAddr,
+    pub allow_remote: bool,
+}
+
+/// Read `--listen ADDR` and `--allow-remote`.
+pub fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut listen: Option<String> = None;
+    let mut allow_remote = false;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        match arg.as_str() {
+            "--listen" => {
+                listen = Some(iter.next().ok_or("--listen needs an address, e.g. 127.0.0.1:7878")?.clone())
+            }
+            "--allow-remote" => allow_remote = true,
+            other => match other.strip_prefix("--listen=") {
+                Some(value) => listen = Some(value.to_string()),
+                None => return Err(format!("unknown argument `{other}`")),
+            },
+        }
+    }
+    let text = listen.ok_or("serve needs --listen ADDRESS:PORT (e.g. 127.0.0.1:7878)")?;
+    let listen: SocketAddr = text.parse().map_err(|_| format!("`{text}` is not an address:port"))?;
+    Ok(Options { listen, allow_remote })
+}
+
+/// Refuse a non-loopback address without `--allow-remote`; with it, the warning to print.
+pub fn check_listen(options: &Options) -> Result<Option<String>, String> {
+    if options.listen.ip().is_loopback() {
+        return Ok(None);
+    }
+    if !options.allow_remote {
+        return Err(format!(
+            "refusing to listen on {}: it is not a loopback address. Forward a loopback port over SSH instead, or pass --allow-remote to accept connections from other machines.",
+            options.listen
+        ));
+    }
+    Ok(Some(format!(
+        "warning: listening on {} for other machines. The connection is not encrypted: anyone who can see the traffic sees your code and the token. Prefer SSH port forwarding or a TLS proxy.",
+        options.listen
+    )))
+}
+
+/// A fresh token: 32 random bytes, hex.
+pub fn new_token() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 32];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "no randomness for the token".to_string())?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Compare a presented token with the expected one in time that does not depend on where they differ.
+pub fn token_matches(expected: &str, presented: &str) -> bool {
+    let (a, b) = (expected.as_bytes(), presented.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// The token a handshake request presents: the `Authorization: Bearer` header, else `?token=` in the URL.
+fn presented(request: &Request) -> Option<String> {
+    let header = request
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(|t| t.trim().to_string());
+    header.or_else(|| {
+        request.uri().query()?.split('&').find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
+    })
+}
+
+fn refuse(status: StatusCode, text: &str) -> ErrorResponse {
+    let mut response = ErrorResponse::new(Some(text.to_string()));
+    *response.status_mut() = status;
+    response
+}
+
+/// Accept connections on `listener` until `stop` fires; each gets its own manager from `manager`.
+pub async fn accept(
+    listener: TcpListener,
+    token: Arc<String>,
+    manager: Arc<dyn Fn() -> Manager + Send + Sync>,
+    stop: CancellationToken,
+) {
+    loop {
+        let (stream, peer) = tokio::select! {
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+        };
+        let (token, manager, stop) = (token.clone(), manager.clone(), stop.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = connection(stream, peer, &token, manager()) => {}
+                () = stop.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// One client: the handshake with the token check, then ACP until it goes away.
+async fn connection(stream: TcpStream, peer: SocketAddr, token: &str, manager: Manager) {
+    let check = |request: &Request, response: Response| match presented(request) {
+        Some(given) if token_matches(token, &given) => Ok(response),
+        Some(_) => Err(refuse(StatusCode::UNAUTHORIZED, "wrong token")),
+        None => Err(refuse(StatusCode::UNAUTHORIZED, "a token is required: Authorization: Bearer <token>")),
+    };
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE_BYTES))
+        .max_frame_size(Some(MAX_MESSAGE_BYTES));
+    let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
+    let socket = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(socket)) => socket,
+        Ok(Err(e)) => {
+            tracing::warn!(%peer, error = %e, "WebSocket handshake refused");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%peer, "WebSocket handshake timed out");
+            return;
+        }
+    };
+    tracing::info!(%peer, "client connected");
+    let (sink, stream) = socket.split();
+    let outgoing = sink
+        .sink_map_err(std::io::Error::other)
+        .with(|line: String| async move { Ok::<_, std::io::Error>(Message::text(line)) });
+    let incoming = stream
+        .take_while(|message| std::future::ready(!matches!(message, Ok(Message::Close(_)) | Err(_))))
+        .filter_map(|message| {
+            std::future::ready(match message {
+                Ok(Message::Text(text)) => Some(Ok(text.as_str().to_string())),
+                Ok(Message::Binary(bytes)) => {
+                    Some(String::from_utf8(bytes.to_vec()).map_err(std::io::Error::other))
+                }
+                _ => None,
+            })
+        });
+    if let Err(e) = super::serve_with(Lines::new(Box::pin(outgoing), Box::pin(incoming)), manager).await {
+        tracing::warn!(%peer, error = %e, "connection ended with an error");
+    }
+    tracing::info!(%peer, "client gone; its turns were cancelled");
+}
+
+fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// `tinycode serve`: listen, print the address and the token once, serve until `stop`.
+pub async fn run(sources: Sources, options: Options, stop: CancellationToken) -> Result<(), String> {
+    if let Some(warning) = check_listen(&options)? {
+        say(&format!("{warning}\n"));
+    }
+    let listener = TcpListener::bind(options.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", options.listen))?;
+    let address = listener.local_addr().map_err(|e| e.to_string())?;
+    let token = new_token()?;
+    say(&format!(
+        "tinycode serve: ACP over WebSocket at ws://{address}/\ntoken (shown once): {token}\nSend it as `Authorization: Bearer <token>` (or ws://{address}/?token=<token>).\n"
+    ));
+    let manager: Arc<dyn Fn() -> Manager + Send + Sync> = Arc::new(move || Manager::new(sources.clone()));
+    accept(listener, Arc::new(token), manager, stop).await;
+    Ok(())
+}
+
+/// The `serve` subcommand: `args` are what follows `serve`. Stops on SIGINT or SIGTERM.
+pub async fn command(args: &[String]) -> std::process::ExitCode {
+    let options = match parse_args(args) {
+        Ok(options) => options,
+        Err(e) => {
+            say(&format!("error: {e}\nusage: tinycode serve --listen 127.0.0.1:PORT [--allow-remote]\n"));
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let stop = CancellationToken::new();
+    tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            stopped().await;
+            stop.cancel();
+        }
+    });
+    match run(Sources::from_process(), options, stop).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            say(&format!("error: {e}\n"));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// SIGINT, or SIGTERM on Unix.
+async fn stopped() {
+    #[cfg(unix)]
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        return;
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(listen: &str, allow_remote: bool) -> Options {
+        Options { listen: listen.parse().unwrap(), allow_remote }
+    }
+
+    #[test]
+    fn arguments_name_the_address_and_whether_remote_clients_are_allowed() {
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_args(&args(&["--listen", "127.0.0.1:7878"])), Ok(options("127.0.0.1:7878", false)));
+        assert_eq!(parse_args(&args(&["--listen=[::1]:9", "--allow-remote"])), Ok(options("[::1]:9", true)));
+        assert_eq!(
+            parse_args(&args(&[])).unwrap_err(),
+            "serve needs --listen ADDRESS:PORT (e.g. 127.0.0.1:7878)"
+        );
+        assert_eq!(
+            parse_args(&args(&["--listen", "localhost"])).unwrap_err(),
+            "`localhost` is not an address:port"
+        );
+        assert_eq!(parse_args(&args(&["--port", "1"])).unwrap_err(), "unknown argument `--port`");
+    }
+
+    #[test]
+    fn only_loopback_is_served_without_allow_remote() {
+        assert_eq!(check_listen(&options("127.0.0.1:1", false)), Ok(None));
+        assert_eq!(check_listen(&options("[::1]:1", false)), Ok(None));
+        assert!(
+            check_listen(&options("0.0.0.0:1", false))
+                .unwrap_err()
+                .starts_with("refusing to listen on 0.0.0.0:1")
+        );
+        assert!(
+            check_listen(&options("0.0.0.0:1", true))
+                .unwrap()
+                .unwrap()
+                .starts_with("warning: listening on 0.0.0.0:1")
+        );
+    }
+
+    #[test]
+    fn tokens_are_long_random_hex_and_compared_whole() {
+        let (a, b) = (new_token().unwrap(), new_token().unwrap());
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(token_matches(&a, &a.clone()));
+        assert!(!token_matches(&a, &b));
+        assert!(!token_matches(&a, &a[..63]));
+        assert!(!token_matches(&a, ""));
+    }
+}

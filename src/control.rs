@@ -76,8 +76,10 @@ pub trait Asker: Send + Sync {
 /// A git worktree a session works in (made by `enter_worktree`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Worktree {
-    /// The worktree's directory: the session's tools work here.
+    /// The worktree's top directory.
     pub path: PathBuf,
+    /// Where the session's tools work: the worktree's copy of the session's directory.
+    pub dir: PathBuf,
     /// Its branch.
     pub branch: String,
     /// The commit it started from (`exit_worktree` counts commits beyond it).

@@ -13,15 +13,16 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
-//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
+//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode, the WebSocket transport (`serve`) |
+//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling (the queue, steering) and cancellation, checkpoints and undo, scheduled jobs' turns, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries, malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
-//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters; the git commands tinycode runs itself; the record of what a turn changed |
 //! | `shell`      | services the shell tools share: tokenizer and classifier, process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
-//! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
+//! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam, the worktree, scheduled jobs (seam), the wake-up signal of `sleep` |
+//! | `schedule`   | cron expressions and the scheduler's timer loop (jobs fire through the session manager) |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
@@ -39,6 +40,9 @@
 //! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
 //! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
 //! framework but its error type. CI greps for both.
+//!
+//! `schedule` imports only `clock`: the session layer runs its loop and fires jobs as turns, and `builtin::cron`
+//! checks expressions with its parser before asking the user.
 //!
 //! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of

@@ -20,7 +20,7 @@ use agent_client_protocol::Lines;
 use futures::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::handshake::server::{Callback, ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_util::sync::CancellationToken;
 
@@ -144,13 +144,24 @@ pub async fn accept(
     }
 }
 
+/// The handshake's token check.
+struct TokenCheck<'a>(&'a str);
+
+impl Callback for TokenCheck<'_> {
+    fn on_request(self, request: &Request, response: Response) -> Result<Response, ErrorResponse> {
+        match presented(request) {
+            Some(given) if token_matches(self.0, &given) => Ok(response),
+            Some(_) => Err(refuse(StatusCode::UNAUTHORIZED, "wrong token")),
+            None => {
+                Err(refuse(StatusCode::UNAUTHORIZED, "a token is required: Authorization: Bearer <token>"))
+            }
+        }
+    }
+}
+
 /// One client: the handshake with the token check, then ACP until it goes away.
 async fn connection(stream: TcpStream, peer: SocketAddr, token: &str, manager: Manager) {
-    let check = |request: &Request, response: Response| match presented(request) {
-        Some(given) if token_matches(token, &given) => Ok(response),
-        Some(_) => Err(refuse(StatusCode::UNAUTHORIZED, "wrong token")),
-        None => Err(refuse(StatusCode::UNAUTHORIZED, "a token is required: Authorization: Bearer <token>")),
-    };
+    let check = TokenCheck(token);
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_MESSAGE_BYTES));

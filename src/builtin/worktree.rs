@@ -148,14 +148,14 @@ async fn preview_enter(ctx: Context, args: Value) -> Result<Preview, ToolError> 
                 path.display()
             )));
         }
-        fresh(repo, path, name).await?
+        fresh(repo, path, name, &ctx.directory).await?
     };
     let presentation = enter_presentation(&enter);
     Ok(Preview { presentation, plan: Arc::new(enter), category: None })
 }
 
 /// A new worktree from HEAD, refused when tracked files have uncommitted changes.
-async fn fresh(repo: Repo, path: PathBuf, name: String) -> Result<Enter, ToolError> {
+async fn fresh(repo: Repo, path: PathBuf, name: String, cwd: &Path) -> Result<Enter, ToolError> {
     let status = repo.status().await.map_err(git_error)?;
     let (untracked, changed): (Vec<_>, Vec<_>) = status.iter().partition(|(_, entry)| entry.untracked());
     let changed: Vec<PathBuf> = changed.into_iter().map(|(p, _)| p.clone()).collect();
@@ -168,7 +168,14 @@ async fn fresh(repo: Repo, path: PathBuf, name: String) -> Result<Enter, ToolErr
     let base = repo.head().await.map_err(|_| {
         ToolError::retry("The repository has no commit yet; a worktree needs one to start from.")
     })?;
-    let worktree = Worktree { path, branch: format!("tinycode/{name}"), base, name, repo: repo.root.clone() };
+    // A session in a subdirectory of the repository works in the same subdirectory of the worktree.
+    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    let dir = match cwd.strip_prefix(&repo.root) {
+        Ok(sub) if !sub.as_os_str().is_empty() => path.join(sub),
+        _ => path.clone(),
+    };
+    let worktree =
+        Worktree { path, dir, branch: format!("tinycode/{name}"), base, name, repo: repo.root.clone() };
     Ok(Enter {
         repo,
         worktree,
@@ -196,7 +203,7 @@ fn enter_presentation(enter: &Enter) -> Presentation {
         patterns: vec![w.path.display().to_string()],
         content: vec![Content::Text(format!(
             "The session's tools will work in {} instead of {}.",
-            w.path.display(),
+            w.dir.display(),
             enter.repo.root.display()
         ))],
     }
@@ -218,11 +225,12 @@ async fn execute_enter(ctx: Context, _args: Value) -> Result<ToolOutput, ToolErr
     }
     ctx.control.request_worktree(Some(w.clone()));
     let mut output = format!(
-        "{} worktree `{}` at {} on branch `{}`. From your next step on, every tool works there: relative paths resolve against it and files outside it cannot be changed. Commit your work in it, then call exit_worktree (`keep` to come back and leave it, `remove` to delete it).",
+        "{} worktree `{}` at {} on branch `{}`. From your next step on, every tool works in {}: relative paths resolve against it and files outside it cannot be changed. Commit your work in it, then call exit_worktree (`keep` to come back and leave it, `remove` to delete it).",
         if enter.resume { "Resumed" } else { "Created" },
         w.name,
         w.path.display(),
-        w.branch
+        w.branch,
+        w.dir.display()
     );
     if !enter.untracked.is_empty() {
         output.push_str(&format!(
@@ -230,7 +238,7 @@ async fn execute_enter(ctx: Context, _args: Value) -> Result<ToolOutput, ToolErr
             listed(&enter.untracked, &enter.repo.root)
         ));
     }
-    Ok(ToolOutput { metadata: json!(w), locations: vec![Location::new(&w.path)], ..ToolOutput::text(output) })
+    Ok(ToolOutput { metadata: json!(w), locations: vec![Location::new(&w.dir)], ..ToolOutput::text(output) })
 }
 
 /// What `exit_worktree` will do.

@@ -87,6 +87,8 @@ fn local_civil(secs: i64) -> Option<Civil> {
     })
 }
 
+// `time_t` is narrower than `i64` on some targets.
+#[allow(clippy::useless_conversion)]
 fn local_epoch(c: Civil) -> Option<i64> {
     // SAFETY: `tm` is plain data owned here; `mktime` only reads and normalises it.
     let secs = unsafe {

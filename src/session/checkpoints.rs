@@ -353,11 +353,11 @@ impl Session {
 
 /// The checkpoints a command reverts, newest last, with their 1-based numbers.
 fn choose(rows: &[CheckpointRow], arg: Option<&str>) -> Result<Vec<(usize, CheckpointRow)>, String> {
-    let numbered = rows.iter().cloned().enumerate().map(|(i, row)| (i + 1, row));
+    let mut numbered = rows.iter().cloned().enumerate().map(|(i, row)| (i + 1, row));
     match arg {
-        None => numbered.filter(|(_, row)| row.undone_at.is_none()).last().map(|last| vec![last]).ok_or_else(
-            || "There is nothing to undo: no turn of this session changed files since the last undo.".into(),
-        ),
+        None => numbered.rfind(|(_, row)| row.undone_at.is_none()).map(|last| vec![last]).ok_or_else(|| {
+            "There is nothing to undo: no turn of this session changed files since the last undo.".into()
+        }),
         Some(arg) => {
             let n: usize =
                 arg.trim().parse().ok().filter(|n| (1..=rows.len()).contains(n)).ok_or_else(|| match rows

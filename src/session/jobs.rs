@@ -21,6 +21,9 @@ use crate::schedule::{Cron, Job, Runner, Scheduler};
 use crate::store::Store;
 use crate::store::jobs::JobRow;
 
+/// How long a process that does not have a job's session open waits before claiming its firing.
+pub const CLAIM_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The jobs of one session, as its tools see them.
 pub struct SessionJobs {
     pub session_id: String,
@@ -199,6 +202,10 @@ impl Runner for Manager {
 
     fn claim<'a>(&'a self, job: &'a Job, due: i64) -> BoxFuture<'a, bool> {
         Box::pin(async move {
+            // A process whose editor has the session open should run it; others give it a moment to claim first.
+            if self.get(&job.session_id).is_none() {
+                tokio::time::sleep(CLAIM_GRACE).await;
+            }
             match self.store().await {
                 Ok(store) => store.claim_job(&job.id, due).await.unwrap_or(false),
                 Err(_) => false,

@@ -85,6 +85,8 @@ pub struct Manager {
     scheduler: Arc<Scheduler>,
     /// Fires when the manager shuts down (stops the scheduler).
     stop: CancellationToken,
+    /// Offer scheduled jobs and fire them (not in one-shot headless runs).
+    schedule: bool,
 }
 
 impl Manager {
@@ -107,7 +109,14 @@ impl Manager {
             projects: tokio::sync::Mutex::new(HashMap::new()),
             scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
             stop: CancellationToken::new(),
+            schedule: true,
         }
+    }
+
+    /// Offer no scheduled jobs and fire none (a one-shot run ends before any would fire).
+    pub fn without_schedule(mut self) -> Self {
+        self.schedule = false;
+        self
     }
 
     /// Read the time for scheduled jobs from `clock`, in `zone` (tests start it at a chosen moment).
@@ -240,7 +249,7 @@ impl Manager {
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
-        if session.config().cron {
+        if self.schedule && session.config().cron {
             session.control.set_jobs(Some(Arc::new(super::jobs::SessionJobs {
                 session_id: row.id.clone(),
                 scheduler: self.scheduler.clone(),
@@ -363,15 +372,18 @@ impl Manager {
     /// Put away a session the scheduler opened (its durable jobs stay scheduled).
     pub(super) fn put_away(&self, id: &str) {
         let mut sessions = lock(&self.sessions);
-        if sessions.get(id).is_some_and(|s| s.is_unattended()) {
-            if let Some(session) = sessions.remove(id) {
-                session.close();
-            }
+        if sessions.get(id).is_some_and(|s| s.is_unattended())
+            && let Some(session) = sessions.remove(id)
+        {
+            session.close();
         }
     }
 
     /// Fire the sessions' scheduled jobs (durable ones from the store included) until the manager shuts down.
     pub async fn run_schedule(&self) {
+        if !self.schedule {
+            return;
+        }
         // Opening the store schedules its durable jobs.
         let _ = self.store().await;
         let scheduler = self.scheduler.clone();

@@ -152,7 +152,7 @@ impl Session {
 
     /// Where the session's tools work: its directory, or the worktree it moved into.
     pub fn workdir(&self) -> PathBuf {
-        self.control.worktree().map(|w| w.path).unwrap_or_else(|| self.cwd.clone())
+        self.control.worktree().map(|w| w.dir).unwrap_or_else(|| self.cwd.clone())
     }
 
     /// Put the session back into the worktree it was in when it was stored (JSON), if that still exists.
@@ -160,11 +160,11 @@ impl Session {
         let Some(worktree) = stored.and_then(|json| serde_json::from_str::<Worktree>(&json).ok()) else {
             return;
         };
-        if !worktree.path.is_dir() {
-            tracing::warn!(session = %self.id, path = %worktree.path.display(), "the session's worktree is gone");
+        if !worktree.dir.is_dir() {
+            tracing::warn!(session = %self.id, path = %worktree.dir.display(), "the session's worktree is gone");
             return;
         }
-        self.files.set_roots(vec![worktree.path.clone()]);
+        self.files.set_roots(vec![worktree.dir.clone()]);
         self.control.restore_worktree(Some(worktree));
     }
 
@@ -339,7 +339,7 @@ impl AgentSwitcher for Session {
     }
 
     fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf {
-        let root = worktree.map(|w| w.path.clone()).unwrap_or_else(|| self.cwd.clone());
+        let root = worktree.map(|w| w.dir.clone()).unwrap_or_else(|| self.cwd.clone());
         self.files.set_roots(vec![root.clone()]);
         if let Some(store) = &self.store {
             store.set_worktree_later(&self.id, worktree.and_then(|w| serde_json::to_string(w).ok()));

@@ -46,6 +46,12 @@ pub fn steer_command(input: &[UserPart]) -> Option<Vec<UserPart>> {
     (!rest.is_empty()).then(|| vec![UserPart::Text(rest.to_string())])
 }
 
+/// The first line of the text the editor was shown (a scheduled job's banner), short.
+fn shown_text(blocks: &Value) -> String {
+    let text = blocks.get(0).and_then(|b| b.get("text")).and_then(Value::as_str).unwrap_or_default();
+    gist(&[UserPart::Text(text.to_string())])
+}
+
 /// The first line of a prompt, short, for notices and the checkpoint list.
 pub fn gist(input: &[UserPart]) -> String {
     super::derive_title(input).unwrap_or_else(|| "(no text)".into())
@@ -104,9 +110,10 @@ impl Session {
         blocks: Value,
         show: bool,
     ) -> Result<StopReason, TurnError> {
+        let label = if show { shown_text(&blocks) } else { gist(&input) };
         let ticket = self.queue.join();
         if ticket.ahead > 0 {
-            self.announce_queued(&input, ticket.ahead);
+            self.announce_queued(&label, ticket.ahead);
             self.control.wake(QUEUED);
         }
         let mut conversation = self.conversation.lock().await;
@@ -145,7 +152,6 @@ impl Session {
                 let settings = self.settings();
                 let turn = self.turn(&config, model.as_ref(), &settings, cancel.clone());
                 self.changes.begin();
-                let label = gist(&input);
                 let result = turn.run(&mut conversation, input, blocks).await;
                 self.save_checkpoint(&label).await;
                 result
@@ -157,14 +163,13 @@ impl Session {
 
     /// Tell the user their prompt waits for the running turn (with `_meta.tinycode.queued` for clients that
     /// show it their own way).
-    fn announce_queued(&self, input: &[UserPart], ahead: usize) {
+    fn announce_queued(&self, label: &str, ahead: usize) {
         let behind = match ahead {
             1 => "the running turn".to_string(),
             n => format!("the running turn and {} queued before it", n - 1),
         };
         let text = format!(
-            "\n\n_Queued: “{}” runs after {behind}. Send `/steer …` to add to the running turn instead._\n\n",
-            gist(input)
+            "\n\n_Queued: “{label}” runs after {behind}. Send `/steer …` to add to the running turn instead._\n\n"
         );
         self.sink().emit(AgentEvent::Notice {
             message_id: super::new_id("msg"),

@@ -107,7 +107,7 @@ async fn undo_reverts_a_multi_file_apply_patch_through_the_editor_as_a_reviewabl
         card["content"],
         json!([
             {"type": "diff", "path": a, "oldText": "alpha\nBETA\n", "newText": "alpha\nbeta\n"},
-            {"type": "diff", "path": gone, "oldText": null, "newText": "bye\n"},
+            {"type": "diff", "path": gone, "newText": "bye\n"},
             {"type": "content", "content": {"type": "text", "text": "`new/b.txt` is deleted: it did not exist before."}},
         ])
     );

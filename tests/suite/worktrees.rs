@@ -65,7 +65,8 @@ async fn entering_moves_the_tools_into_the_worktree_after_the_round_and_keep_bri
     assert_eq!(
         tool_result(&h.model.messages(1), "e"),
         format!(
-            "Created worktree `exp` at {} on branch `tinycode/exp`. From your next step on, every tool works there: relative paths resolve against it and files outside it cannot be changed. Commit your work in it, then call exit_worktree (`keep` to come back and leave it, `remove` to delete it).",
+            "Created worktree `exp` at {} on branch `tinycode/exp`. From your next step on, every tool works in {}: relative paths resolve against it and files outside it cannot be changed. Commit your work in it, then call exit_worktree (`keep` to come back and leave it, `remove` to delete it).",
+            tree.display(),
             tree.display()
         )
     );

@@ -29,6 +29,7 @@ use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission::{self, Category};
+use crate::shell::classify::{Class, Host, classify};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
 use crate::tool::{self, Context, Progress, Registry, invalid};
@@ -606,17 +607,25 @@ impl Turn<'_> {
 }
 
 impl Turn<'_> {
-    /// For a shell-category call whose changes are recorded: how the checkpoint names it.
+    /// For a shell-category call whose changes are recorded: how the checkpoint names it. Read-only commands
+    /// change nothing and are left out (`git status` costs time in a big repository).
     fn shell_changes(&self, tool: &str, args: &Value) -> Option<String> {
-        self.changes.as_ref()?;
+        let changes = self.changes.as_ref()?;
         let def = self.registry.resolve(tool)?;
         if def.permission != Some(Category::Shell) {
             return None;
         }
-        let command = args.get("command").and_then(Value::as_str).unwrap_or(&def.id);
+        let command = args.get("command").and_then(Value::as_str);
+        if command.is_some_and(|c| classify(c, &Host::new(&self.cwd())) == Class::ReadOnly) {
+            return None;
+        }
+        let command = command.unwrap_or(&def.id);
         let mut label: String = command.lines().next().unwrap_or_default().chars().take(80).collect();
         if label.len() < command.len() {
             label.push('…');
+        }
+        if def.id == "monitor" || args.get("background").and_then(Value::as_bool) == Some(true) {
+            changes.note(format!("what `{label}` changes in the background after its call returned"));
         }
         Some(label)
     }

@@ -34,7 +34,7 @@ fn git_error(e: GitError) -> ToolError {
             dir.display()
         )),
         GitError::Unsafe(_) => ToolError::retry(format!("Cannot use a worktree here: {e}.")),
-        GitError::Failed { .. } => ToolError::execution(e.to_string()),
+        GitError::Failed { .. } | GitError::Unavailable(_) => ToolError::execution(e.to_string()),
     }
 }
 

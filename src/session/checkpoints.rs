@@ -115,7 +115,7 @@ impl Session {
             return "No checkpoints yet. Every turn that changes files saves one (edits, writes, patches, and shell commands in a git work tree).".into();
         }
         let mut text = String::from("Checkpoints, oldest first:\n");
-        for (n, row) in rows.iter().enumerate() {
+        for row in &rows {
             let mut names: Vec<String> = row
                 .files
                 .iter()
@@ -128,7 +128,7 @@ impl Session {
             let undone = if row.undone_at.is_some() { " (undone)" } else { "" };
             text.push_str(&format!(
                 "{}. {} “{}”: {}{undone}\n",
-                n + 1,
+                row.number,
                 crate::clock::iso8601(row.created_at),
                 row.prompt,
                 names.join(", ")
@@ -173,7 +173,7 @@ impl Session {
     }
 
     /// Per file: the content before the oldest chosen checkpoint, and the fingerprint after the newest.
-    async fn plan_reverts(&self, chosen: &[(usize, CheckpointRow)]) -> Result<Vec<Revert>, String> {
+    async fn plan_reverts(&self, chosen: &[(i64, CheckpointRow)]) -> Result<Vec<Revert>, String> {
         let Some(store) = &self.store else { return Err("The session database is not open.".into()) };
         let mut plan: BTreeMap<PathBuf, Revert> = BTreeMap::new();
         for (_, row) in chosen.iter().rev() {
@@ -201,7 +201,7 @@ impl Session {
 
     async fn revert(
         &self,
-        chosen: &[(usize, CheckpointRow)],
+        chosen: &[(i64, CheckpointRow)],
         reverts: Vec<Revert>,
         conversation: &mut Conversation,
         cancel: &CancellationToken,
@@ -351,23 +351,23 @@ impl Session {
     }
 }
 
-/// The checkpoints a command reverts, newest last, with their 1-based numbers.
-fn choose(rows: &[CheckpointRow], arg: Option<&str>) -> Result<Vec<(usize, CheckpointRow)>, String> {
-    let mut numbered = rows.iter().cloned().enumerate().map(|(i, row)| (i + 1, row));
+/// The checkpoints a command reverts, newest last, with their numbers.
+fn choose(rows: &[CheckpointRow], arg: Option<&str>) -> Result<Vec<(i64, CheckpointRow)>, String> {
+    let mut numbered = rows.iter().cloned().map(|row| (row.number, row));
+    let (first, last) = (rows.first().map_or(0, |r| r.number), rows.last().map_or(0, |r| r.number));
     match arg {
         None => numbered.rfind(|(_, row)| row.undone_at.is_none()).map(|last| vec![last]).ok_or_else(|| {
             "There is nothing to undo: no turn of this session changed files since the last undo.".into()
         }),
         Some(arg) => {
-            let n: usize =
-                arg.trim().parse().ok().filter(|n| (1..=rows.len()).contains(n)).ok_or_else(|| match rows
-                    .len()
-                {
+            let n: i64 = arg.trim().parse().ok().filter(|n| rows.iter().any(|r| r.number == *n)).ok_or_else(
+                || match rows.len() {
                     0 => "There are no checkpoints yet.".to_string(),
-                    len => {
-                        format!("`/restore` needs a checkpoint number from 1 to {len} (see `/checkpoints`).")
-                    }
-                })?;
+                    _ => format!(
+                        "`/restore` needs a checkpoint number from {first} to {last} (see `/checkpoints`)."
+                    ),
+                },
+            )?;
             let chosen: Vec<_> = numbered.filter(|(m, row)| *m >= n && row.undone_at.is_none()).collect();
             if chosen.is_empty() {
                 return Err(format!("Checkpoint {n} and every later one are already undone."));
@@ -384,6 +384,7 @@ mod tests {
     fn row(id: i64, undone: bool) -> CheckpointRow {
         CheckpointRow {
             id,
+            number: id - 9,
             prompt: format!("p{id}"),
             uncovered: vec![],
             created_at: 0,
@@ -395,7 +396,7 @@ mod tests {
     #[test]
     fn undo_takes_the_newest_checkpoint_not_undone_and_restore_takes_every_later_one() {
         let rows = vec![row(10, false), row(11, false), row(12, true), row(13, false)];
-        let ids = |chosen: Result<Vec<(usize, CheckpointRow)>, String>| {
+        let ids = |chosen: Result<Vec<(i64, CheckpointRow)>, String>| {
             chosen.unwrap().into_iter().map(|(n, r)| (n, r.id)).collect::<Vec<_>>()
         };
         assert_eq!(ids(choose(&rows, None)), vec![(4, 13)]);
@@ -405,8 +406,13 @@ mod tests {
             "`/restore` needs a checkpoint number from 1 to 4 (see `/checkpoints`)."
         );
         assert_eq!(
-            choose(&rows[2..3], Some("1")).unwrap_err(),
-            "Checkpoint 1 and every later one are already undone."
+            choose(&rows[2..3], Some("3")).unwrap_err(),
+            "Checkpoint 3 and every later one are already undone."
+        );
+        assert_eq!(
+            choose(&rows[1..], Some("1")).unwrap_err(),
+            "`/restore` needs a checkpoint number from 2 to 4 (see `/checkpoints`).",
+            "pruned checkpoints keep the numbers of the rest"
         );
         assert_eq!(
             choose(&rows[2..3], None).unwrap_err(),

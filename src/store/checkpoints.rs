@@ -1,5 +1,6 @@
 //! Checkpoints: per turn that changed files, the content each file had before the turn (`NULL`: it did not
-//! exist) and the fingerprint it had after, what the record could not cover, and when the user undid it. They go
+//! exist) and the fingerprint it had after, what the record could not cover, and when the user undid it. Each
+//! session keeps its newest [`KEPT_CHECKPOINTS`], numbered from 1 for good (pruning never renumbers). They go
 //! with their session (`ON DELETE CASCADE`). Also the worktree a session works in.
 //!
 //! Owns the `checkpoints` and `checkpoint_files` tables and `sessions.worktree`.
@@ -7,6 +8,9 @@
 use rusqlite::{OptionalExtension, params};
 
 use super::{Store, StoreError};
+
+/// Checkpoints a session keeps; older ones are deleted as new ones come.
+pub const KEPT_CHECKPOINTS: i64 = 100;
 
 /// One file of a checkpoint, as saved.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +26,8 @@ pub struct SavedFile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointRow {
     pub id: i64,
+    /// Its number in the session, from 1.
+    pub number: i64,
     pub prompt: String,
     /// What the record could not cover.
     pub uncovered: Vec<String>,
@@ -46,10 +52,14 @@ impl Store {
         self.call(move |c| {
             let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
             tx.execute(
-                "INSERT INTO checkpoints (session_id, prompt, uncovered, created_at) VALUES (?1, ?2, ?3, ?4)",
+                "INSERT INTO checkpoints (session_id, number, prompt, uncovered, created_at) VALUES (?1, (SELECT COALESCE(MAX(number), 0) + 1 FROM checkpoints WHERE session_id = ?1), ?2, ?3, ?4)",
                 params![session, prompt, uncovered, at],
             )?;
             let id = tx.last_insert_rowid();
+            tx.execute(
+                "DELETE FROM checkpoints WHERE session_id = ?1 AND id NOT IN (SELECT id FROM checkpoints WHERE session_id = ?1 ORDER BY id DESC LIMIT ?2)",
+                params![session, KEPT_CHECKPOINTS],
+            )?;
             for file in files {
                 tx.execute(
                     "INSERT INTO checkpoint_files (checkpoint_id, path, before, after) VALUES (?1, ?2, ?3, ?4)",
@@ -67,17 +77,18 @@ impl Store {
         let session = session.to_string();
         self.call(move |c| {
             let mut statement = c.prepare_cached(
-                "SELECT id, prompt, uncovered, created_at, undone_at FROM checkpoints WHERE session_id = ?1 ORDER BY id",
+                "SELECT id, number, prompt, uncovered, created_at, undone_at FROM checkpoints WHERE session_id = ?1 ORDER BY id",
             )?;
             let mut rows: Vec<CheckpointRow> = statement
                 .query_map([&session], |r| {
-                    let uncovered: String = r.get(2)?;
+                    let uncovered: String = r.get(3)?;
                     Ok(CheckpointRow {
                         id: r.get(0)?,
-                        prompt: r.get(1)?,
+                        number: r.get(1)?,
+                        prompt: r.get(2)?,
                         uncovered: serde_json::from_str(&uncovered).unwrap_or_default(),
-                        created_at: r.get(3)?,
-                        undone_at: r.get(4)?,
+                        created_at: r.get(4)?,
+                        undone_at: r.get(5)?,
                         files: Vec::new(),
                     })
                 })?
@@ -147,7 +158,7 @@ mod tests {
     use crate::store::sessions::SessionRow;
 
     #[tokio::test]
-    async fn checkpoints_keep_their_files_and_go_with_their_session() {
+    async fn checkpoints_keep_their_files_are_numbered_for_good_and_go_with_their_session() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("t.db")).unwrap();
         let row = SessionRow {
@@ -175,6 +186,7 @@ mod tests {
             listed,
             vec![CheckpointRow {
                 id,
+                number: 1,
                 prompt: "fix it".into(),
                 uncovered: vec!["x (too big)".into()],
                 created_at: 5,
@@ -186,10 +198,16 @@ mod tests {
                 ],
             }]
         );
+        for n in 0..KEPT_CHECKPOINTS {
+            store.add_checkpoint("s1", &format!("more {n}"), &[], vec![], 10 + n).await.unwrap();
+        }
+        let kept = store.checkpoints("s1").await.unwrap();
+        assert_eq!(kept.len() as i64, KEPT_CHECKPOINTS, "the oldest one went");
+        assert_eq!((kept[0].number, kept[0].prompt.as_str()), (2, "more 0"), "numbers stay");
+        assert_eq!(store.checkpoint_files(id).await.unwrap(), vec![]);
         store.set_worktree_later("s1", Some("{}".into()));
         assert_eq!(store.worktree("s1").await.unwrap(), Some("{}".into()));
         assert!(store.delete_session("s1").await.unwrap());
         assert_eq!(store.checkpoints("s1").await.unwrap(), vec![]);
-        assert_eq!(store.checkpoint_files(id).await.unwrap(), vec![]);
     }
 }

@@ -99,6 +99,7 @@ ALTER TABLE sessions ADD COLUMN worktree TEXT;
 CREATE TABLE checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
     prompt TEXT NOT NULL,
     uncovered TEXT NOT NULL,
     created_at INTEGER NOT NULL,

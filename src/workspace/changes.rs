@@ -149,6 +149,13 @@ impl Recorder {
         *lock(&self.record) = Some(Record::default());
     }
 
+    /// Something the turn's record cannot cover (shown with its checkpoint).
+    pub fn note(&self, gap: String) {
+        if let Some(record) = lock(&self.record).as_mut() {
+            record.note(gap);
+        }
+    }
+
     /// `path` is about to be written or deleted by a tool.
     pub async fn before_write(&self, path: &Path) {
         let known = match lock(&self.record).as_ref() {

@@ -43,6 +43,8 @@ pub enum GitError {
     Unsafe(PathBuf),
     #[error("git {command} failed: {message}")]
     Failed { command: String, message: String },
+    #[error("git cannot be run: {0}")]
+    Unavailable(String),
 }
 
 /// A git work tree whose configuration runs nothing, ready for commands.
@@ -94,7 +96,7 @@ async fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
     let failed = |message: String| GitError::Failed { command: label.clone(), message };
     let output = match tokio::time::timeout(GIT_TIMEOUT, command.output()).await {
         Ok(Ok(output)) => output,
-        Ok(Err(e)) => return Err(failed(e.to_string())),
+        Ok(Err(e)) => return Err(GitError::Unavailable(e.to_string())),
         Err(_) => return Err(failed(format!("timed out after {} s", GIT_TIMEOUT.as_secs()))),
     };
     if !output.status.success() {
@@ -123,7 +125,10 @@ impl Repo {
     /// The work tree holding `dir`, checked to be safe to run git in.
     pub async fn open(dir: &Path) -> Result<Repo, GitError> {
         let args = os(&["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]);
-        let out = run(dir, &args).await.map_err(|_| GitError::NotARepository(dir.to_path_buf()))?;
+        let out = run(dir, &args).await.map_err(|e| match e {
+            GitError::Unavailable(_) => e,
+            _ => GitError::NotARepository(dir.to_path_buf()),
+        })?;
         let out = text(out);
         let mut lines = out.lines();
         let (Some(root), Some(git_dir), Some(common)) = (lines.next(), lines.next(), lines.next()) else {

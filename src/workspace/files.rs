@@ -337,11 +337,16 @@ impl Files {
     }
 
     /// Put `content` back into `path` exactly (an undo): through the editor when it can write and the content is
-    /// text, so the editor shows the change for review; else atomically on disk. No formatter runs, and the
-    /// model must read the file again before changing it.
+    /// text, so the editor shows the change for review; else atomically on disk. A symlink found at `path` is
+    /// removed first, never written through (it may have been planted to point elsewhere since). No formatter
+    /// runs, and the model must read the file again before changing it.
     pub async fn restore(&self, path: &Path, content: &[u8]) -> Result<Via, String> {
         self.ledger().remove(path);
-        if let (Some(client), Ok(text)) = (self.editor_writes(), std::str::from_utf8(content)) {
+        let link = tokio::fs::symlink_metadata(path).await.is_ok_and(|m| m.file_type().is_symlink());
+        if link {
+            tokio::fs::remove_file(path).await.map_err(|e| format!("cannot replace the symlink: {e}"))?;
+        }
+        if let (Some(client), Ok(text), false) = (self.editor_writes(), std::str::from_utf8(content), link) {
             client.write(path, text).await?;
             return Ok(Via::Editor);
         }
@@ -422,6 +427,22 @@ mod tests {
         drop(locks.lock(Path::new("/one-more")).await);
         assert_eq!(locks.len(), 2, "only the held lock and the new one survive the cleanup");
         drop(held);
+    }
+
+    #[tokio::test]
+    async fn a_restore_replaces_a_symlink_instead_of_writing_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "keep me\n").unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let planted = root.join("a.txt");
+        std::os::unix::fs::symlink(&outside, &planted).unwrap();
+        let f = files(&root);
+        assert_eq!(f.restore(&planted, b"old a\n").await, Ok(Via::Disk));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+        assert!(!std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "old a\n");
     }
 
     #[tokio::test]

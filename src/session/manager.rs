@@ -147,7 +147,7 @@ impl Manager {
         let session = Arc::new(Session {
             id: row.id.clone(),
             files: Arc::new(Files::new(
-                vec![cwd.clone()],
+                seams.roots(&cwd),
                 seams.fs.clone(),
                 self.locks.clone(),
                 config.formatters.clone(),

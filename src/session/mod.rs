@@ -54,6 +54,16 @@ pub struct Seams {
     pub terminals: Option<Arc<dyn ClientTerminals>>,
     /// How questions reach the user; `None` sends them as messages and ends the turn.
     pub asker: Option<Arc<dyn Asker>>,
+    /// The editor's `additionalDirectories`: absolute roots the file tools treat as inside, like the
+    /// session's own directory.
+    pub additional_directories: Vec<PathBuf>,
+}
+
+impl Seams {
+    /// The session's roots for these seams: its directory, then the additional directories.
+    pub fn roots(&self, cwd: &std::path::Path) -> Vec<PathBuf> {
+        std::iter::once(cwd.to_path_buf()).chain(self.additional_directories.iter().cloned()).collect()
+    }
 }
 
 /// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
@@ -124,6 +134,7 @@ impl Session {
 
     /// Send this session's events to a (new) editor connection.
     pub fn rebind(&self, seams: &Seams) {
+        self.files.rebind(seams.roots(&self.cwd), seams.fs.clone());
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
         self.control.set_asker(seams.asker.clone());

@@ -1,28 +1,45 @@
 //! File access for one session: reads through the editor (`fs/read_text_file`, unsaved buffers) when it offers
 //! that and from disk otherwise; writes through the editor (`fs/write_text_file`, so its review, buffers and
 //! format-on-save see them) or atomically to disk. It keeps the read ledger behind read-before-overwrite and
-//! stale-write detection, the workspace boundary, and the per-file locks that serialise edits.
+//! stale-write detection, the workspace boundary (`boundary`), and the per-file locks that serialise edits.
+//!
+//! Every read first asks the disk what the path is: a missing file is `None` without asking the editor, and
+//! anything but a regular file is refused before anyone opens it. Disk reads stop at [`MAX_TEXT_BYTES`]. An
+//! editor that refuses a read is believed: only "method not found" falls back to the disk.
 //!
 //! Owns every byte the tools read or write. Must not decide what to write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
 
-use super::{atomic, format};
+use super::boundary::{Located, Roots};
+use super::{atomic, format, regular};
 use crate::tool::error::ToolError;
+
+/// Text files larger than this are refused by reads and edits (a read never holds more in memory).
+pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why the editor did not serve an `fs/*` request. Handled by [`Files`]: only `Unsupported` may fall back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditorError {
+    /// The editor does not implement the method (JSON-RPC "method not found"): use the disk instead.
+    Unsupported,
+    /// The editor answered with an error: reported, never bypassed.
+    Failed(String),
+}
 
 /// The editor's file system, as the core sees it. Implemented by the `acp` layer.
 pub trait ClientFs: Send + Sync {
     fn can_read(&self) -> bool;
     fn can_write(&self) -> bool;
     /// The editor's current text of `path` (including unsaved changes).
-    fn read(&self, path: &Path) -> BoxFuture<'_, Result<String, String>>;
+    fn read(&self, path: &Path) -> BoxFuture<'_, Result<String, EditorError>>;
     /// Replace `path` in the editor (which saves it and shows the change for review).
-    fn write<'a>(&'a self, path: &'a Path, content: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    fn write<'a>(&'a self, path: &'a Path, content: &'a str) -> BoxFuture<'a, Result<(), EditorError>>;
 }
 
 /// Per-path locks shared by every session of the process, so two edits of one file never interleave.
@@ -89,54 +106,86 @@ pub struct Written {
 
 /// A session's file access.
 pub struct Files {
-    roots: Vec<PathBuf>,
-    client: Option<Arc<dyn ClientFs>>,
+    roots: RwLock<Roots>,
+    client: RwLock<Option<Arc<dyn ClientFs>>>,
     locks: Arc<FileLocks>,
     formatters: BTreeMap<String, Vec<String>>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
 }
 
-/// Lexically resolve `.` and `..`.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
+fn read_lock<T: Clone>(lock: &RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
     }
-    out
 }
 
-/// `path` with symlinks resolved as far as the file system has it (the missing tail is kept as is).
-fn resolve_existing(path: &Path) -> PathBuf {
-    let mut tail = Vec::new();
-    let mut current = path.to_path_buf();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&current) {
-            return tail.iter().rev().fold(real, |acc: PathBuf, part: &std::ffi::OsString| acc.join(part));
-        }
-        match (current.file_name().map(|n| n.to_os_string()), current.parent()) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                current = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
+fn write_lock<T>(lock: &RwLock<T>, value: T) {
+    match lock.write() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
+    }
+}
+
+/// The model-facing error for a path that is not a regular file (or cannot be inspected).
+pub fn open_error(path: &Path, error: regular::OpenError) -> ToolError {
+    match error {
+        regular::OpenError::NotRegular(kind) => ToolError::retry(format!(
+            "{} is {kind}, not a regular file. Only regular files can be read or changed.",
+            path.display()
+        )),
+        other => ToolError::execution(format!("cannot read {}: {other}", path.display())),
+    }
+}
+
+fn too_large(path: &Path) -> ToolError {
+    ToolError::retry(format!(
+        "{} is larger than {} MB, too large to read whole. Use grep to find the lines you need.",
+        path.display(),
+        MAX_TEXT_BYTES / (1024 * 1024)
+    ))
+}
+
+/// Read the regular file `path` from disk, whole or not at all. `None` when it does not exist.
+async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || regular::read(&owned, MAX_TEXT_BYTES))
+        .await
+        .map_err(|e| ToolError::execution(e.to_string()))?;
+    match read {
+        Ok(capped) if capped.complete => Ok(Some(String::from_utf8_lossy(&capped.bytes).into_owned())),
+        Ok(_) => Err(too_large(path)),
+        Err(regular::OpenError::NotFound) => Ok(None),
+        Err(e) => Err(open_error(path, e)),
     }
 }
 
 impl Files {
+    /// `roots` are absolute: the session's directory first, then the editor's additional directories.
     pub fn new(
         roots: Vec<PathBuf>,
         client: Option<Arc<dyn ClientFs>>,
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        Self { roots, client, locks, formatters, ledger: Mutex::new(HashMap::new()) }
+        Self {
+            roots: RwLock::new(Roots::new(&roots)),
+            client: RwLock::new(client),
+            locks,
+            formatters,
+            ledger: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A new editor connection took the session over: its file system and its roots apply from now on.
+    pub fn rebind(&self, roots: Vec<PathBuf>, client: Option<Arc<dyn ClientFs>>) {
+        write_lock(&self.roots, Roots::new(&roots));
+        write_lock(&self.client, client);
+    }
+
+    /// The session's roots: its directory, then the additional directories.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        read_lock(&self.roots).dirs()
     }
 
     fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, ReadRecord>> {
@@ -146,42 +195,68 @@ impl Files {
         }
     }
 
-    fn editor_reads(&self) -> Option<&Arc<dyn ClientFs>> {
-        self.client.as_ref().filter(|c| c.can_read())
+    fn editor_reads(&self) -> Option<Arc<dyn ClientFs>> {
+        read_lock(&self.client).filter(|c| c.can_read())
     }
 
-    fn editor_writes(&self) -> Option<&Arc<dyn ClientFs>> {
-        self.client.as_ref().filter(|c| c.can_write())
+    fn editor_writes(&self) -> Option<Arc<dyn ClientFs>> {
+        read_lock(&self.client).filter(|c| c.can_write())
     }
 
-    /// Refuse paths outside the session's roots, including `..` and symlink escapes. Returns the normalised path.
+    /// Where the absolute `path` really leads (every symlink resolved, also through a missing tail) and
+    /// whether that is inside the session's roots.
+    pub fn locate(&self, path: &Path) -> Result<Located, ToolError> {
+        read_lock(&self.roots)
+            .locate(path)
+            .map_err(|e| ToolError::retry(format!("cannot resolve {}: {e}", path.display())))
+    }
+
+    /// The path a change to `path` must be made at: resolved, and inside the session's roots. Paths outside
+    /// (by `..`, an absolute path, or a symlink, dangling or not) are refused with the resolved path named.
     pub fn check_boundary(&self, path: &Path) -> Result<PathBuf, ToolError> {
-        let normal = normalize(path);
-        let real = resolve_existing(&normal);
-        let inside = self.roots.iter().any(|root| real.starts_with(resolve_existing(root)));
-        if inside {
-            return Ok(normal);
+        let located = self.locate(path)?;
+        if located.inside {
+            return Ok(located.path);
         }
-        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        let roots: Vec<String> = self.roots().iter().map(|r| r.display().to_string()).collect();
+        let via = if located.path == path {
+            String::new()
+        } else {
+            format!(" ({} leads there through a symbolic link)", path.display())
+        };
         Err(ToolError::retry(format!(
-            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directory can be changed.",
-            normal.display(),
+            "Refusing to change {}{via}: it is outside the workspace ({}). Only files inside the session's directories can be changed.",
+            located.path.display(),
             roots.join(", ")
         )))
     }
 
     /// The current text of `path`: the editor's buffer when available, else the disk. `None` when missing.
+    /// Anything but a regular file is refused without being opened.
     pub async fn read_text(&self, path: &Path) -> Result<Option<String>, ToolError> {
-        if let Some(client) = self.editor_reads()
-            && let Ok(text) = client.read(path).await
-        {
-            return Ok(Some(text));
+        let owned = path.to_path_buf();
+        let meta = tokio::task::spawn_blocking(move || regular::check(&owned))
+            .await
+            .map_err(|e| ToolError::execution(e.to_string()))?;
+        match meta {
+            Err(regular::OpenError::NotFound) => return Ok(None),
+            Err(e) => return Err(open_error(path, e)),
+            Ok(meta) if meta.len() > MAX_TEXT_BYTES => return Err(too_large(path)),
+            Ok(_) => {}
         }
-        match tokio::fs::read(path).await {
-            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ToolError::execution(format!("cannot read {}: {e}", path.display()))),
+        if let Some(client) = self.editor_reads() {
+            match client.read(path).await {
+                Ok(text) => return Ok(Some(text)),
+                Err(EditorError::Unsupported) => {}
+                Err(EditorError::Failed(message)) => {
+                    return Err(ToolError::execution(format!(
+                        "the editor could not read {}: {message}",
+                        path.display()
+                    )));
+                }
+            }
         }
+        read_disk(path).await
     }
 
     /// Remember that the model saw `content` of `path` (`full`: all of it).
@@ -215,17 +290,23 @@ impl Files {
         self.locks.lock(path).await
     }
 
-    /// Write `content` to `path`: through the editor when it can, else atomically to disk. Then run the
-    /// formatter, and record the result as read so the model can keep editing.
+    /// Write `content` to `path` (already checked by [`Files::check_boundary`]): through the editor when it
+    /// can, else atomically to disk. Then run the formatter, and record the result as read so the model can
+    /// keep editing.
     pub async fn write(&self, path: &Path, content: &str, cwd: &Path) -> Result<Written, ToolError> {
-        let via = match self.editor_writes() {
-            Some(client) => {
-                client.write(path, content).await.map_err(|e| {
-                    ToolError::execution(format!("the editor could not write {}: {e}", path.display()))
-                })?;
-                Via::Editor
+        let editor = match self.editor_writes() {
+            Some(client) => client.write(path, content).await,
+            None => Err(EditorError::Unsupported),
+        };
+        let via = match editor {
+            Ok(()) => Via::Editor,
+            Err(EditorError::Failed(e)) => {
+                return Err(ToolError::execution(format!(
+                    "the editor could not write {}: {e}",
+                    path.display()
+                )));
             }
-            None => {
+            Err(EditorError::Unsupported) => {
                 let (target, bytes) = (path.to_path_buf(), content.as_bytes().to_vec());
                 tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
                     .await
@@ -247,7 +328,7 @@ impl Files {
 
     /// After a formatter rewrote the file on disk, make the editor's buffer match it.
     async fn adopt_formatted(&self, path: &Path, written: &mut Written) {
-        let Ok(formatted) = tokio::fs::read_to_string(path).await else { return };
+        let Ok(Some(formatted)) = read_disk(path).await else { return };
         if formatted == written.content {
             return;
         }
@@ -255,7 +336,11 @@ impl Files {
             && let Some(client) = self.editor_writes()
             && let Err(e) = client.write(path, &formatted).await
         {
-            written.formatter_error = Some(format!("the editor did not take the formatted text: {e}"));
+            let message = match e {
+                EditorError::Unsupported => "the editor does not take writes".to_string(),
+                EditorError::Failed(message) => message,
+            };
+            written.formatter_error = Some(format!("the editor did not take the formatted text: {message}"));
             return;
         }
         written.content = formatted;

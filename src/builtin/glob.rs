@@ -89,14 +89,18 @@ fn relative_pattern<'a>(pattern: &'a str, root: &Path) -> Result<&'a str, ToolEr
         })
 }
 
+fn virtual_dir(root: &Path) -> ToolError {
+    ToolError::retry(format!(
+        "{} is in a virtual file system ({}), which glob does not list.",
+        root.display(),
+        regular::VIRTUAL_DIRS.join(", ")
+    ))
+}
+
 /// Check that a search root exists, is a directory, and is not in a virtual file system.
 pub async fn check_dir(root: &Path) -> Result<(), ToolError> {
     if regular::is_virtual(root) {
-        return Err(ToolError::retry(format!(
-            "{} is in a virtual file system ({}), which glob does not list.",
-            root.display(),
-            regular::VIRTUAL_DIRS.join(", ")
-        )));
+        return Err(virtual_dir(root));
     }
     match tokio::fs::metadata(root).await {
         Ok(meta) if meta.is_dir() => Ok(()),
@@ -138,6 +142,9 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         _ => ctx.directory.clone(),
     };
     let access = access::decide(&ctx, &root, false)?;
+    if regular::is_virtual(&access.path) {
+        return Err(virtual_dir(&access.path));
+    }
     let mut presentation = present(&args, &ctx.directory);
     access.present(&mut presentation);
     Ok(Preview { presentation, plan: std::sync::Arc::new(Target(access.path)), category: access.category })

@@ -97,6 +97,16 @@ fn clamp(line: &[u8]) -> String {
     }
 }
 
+/// The search regex. `^` and `$` anchor at line ends (also before `\r\n`): the whole file is matched first, so
+/// without multi-line mode an anchored pattern would only ever match the file's first or last line.
+fn compile(pattern: &str) -> Result<Regex, ToolError> {
+    regex::bytes::RegexBuilder::new(pattern)
+        .multi_line(true)
+        .crlf(true)
+        .build()
+        .map_err(|e| ToolError::retry(format!("invalid regex `{pattern}`: {e}")))
+}
+
 /// What searching one file gave.
 enum Searched {
     Matches(FileMatches),
@@ -167,13 +177,17 @@ struct Scope {
     single: Option<Found>,
 }
 
+fn virtual_dir(root: &Path) -> ToolError {
+    ToolError::retry(format!(
+        "{} is in a virtual file system ({}), which grep does not search. Read one file there with read instead.",
+        root.display(),
+        regular::VIRTUAL_DIRS.join(", ")
+    ))
+}
+
 async fn scope(root: PathBuf) -> Result<Scope, ToolError> {
     if regular::is_virtual(&root) {
-        return Err(ToolError::retry(format!(
-            "{} is in a virtual file system ({}), which grep does not search. Read one file there with read instead.",
-            root.display(),
-            regular::VIRTUAL_DIRS.join(", ")
-        )));
+        return Err(virtual_dir(&root));
     }
     let meta = tokio::fs::metadata(&root)
         .await
@@ -295,6 +309,9 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         _ => ctx.directory.clone(),
     };
     let access = access::decide(&ctx, &root, !root.is_dir())?;
+    if regular::is_virtual(&access.path) {
+        return Err(virtual_dir(&access.path));
+    }
     let mut presentation = present(&args, &ctx.directory);
     access.present(&mut presentation);
     Ok(Preview { presentation, plan: std::sync::Arc::new(Target(access.path)), category: access.category })
@@ -305,8 +322,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     if pattern.is_empty() {
         return Err(ToolError::retry("pattern must not be empty"));
     }
-    let regex =
-        Regex::new(pattern).map_err(|e| ToolError::retry(format!("invalid regex `{pattern}`: {e}")))?;
+    let regex = compile(pattern)?;
     let cap = match arg_opt_u64(&args, "max_count")? {
         Some(0) => return Err(ToolError::retry("max_count must be greater than zero")),
         Some(n) => (n as usize).min(MAX_GREP_MATCHES),
@@ -421,6 +437,18 @@ mod tests {
         let bin = dir.path().join("b.bin");
         std::fs::write(&bin, b"beta\0\0\0\0\0\0").unwrap();
         assert!(matches!(search_file(&regex, found(&bin), 10), Searched::Nothing));
+    }
+
+    #[test]
+    fn anchored_patterns_match_any_line_of_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.txt");
+        std::fs::write(&path, "a\r\nc\r\nd\n").unwrap();
+        let file = Found { path, modified: SystemTime::UNIX_EPOCH, len: 1 };
+        let Searched::Matches(m) = search_file(&compile("^c$").unwrap(), file, 10) else {
+            panic!("no match")
+        };
+        assert_eq!(m.lines, vec![(2, "c".to_string())]);
     }
 
     #[test]

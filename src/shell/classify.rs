@@ -305,14 +305,9 @@ fn find_exec<'a>(args: &[&'a str]) -> Vec<Vec<&'a str>> {
     found
 }
 
-const SECRET_NAMES: &[&str] = &[".env", "credentials"];
-
+/// The one table of secret files, shared with the file tools.
 fn is_secret(word: &str) -> bool {
-    let name = word.trim_end_matches('/').rsplit('/').next().unwrap_or(word);
-    SECRET_NAMES.contains(&name)
-        || name.starts_with(".env.")
-        || name.ends_with(".key")
-        || name.ends_with(".pem")
+    crate::workspace::secret_files::is_secret_path(std::path::Path::new(word))
 }
 
 const READ_ONLY: &[&str] = &[

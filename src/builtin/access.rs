@@ -33,11 +33,9 @@ pub struct Access {
 }
 
 impl Access {
-    /// Apply this decision to the call's presentation.
+    /// Apply this decision to the call's presentation: rules see the resolved path (or directory).
     pub fn present(&self, presentation: &mut Presentation) {
-        if self.category.is_some() {
-            presentation.patterns = self.patterns.clone();
-        }
+        presentation.patterns = self.patterns.clone();
         if let Some(note) = &self.note {
             presentation.content.push(Content::Text(note.clone()));
         }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::display::Presentation;
 
-/// The permission categories of seed 000 §8.4.
+/// The permission categories of seed 000 §8.4, plus `external_directory` and `secret-read` for the file tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Category {
     #[serde(rename = "read")]

@@ -85,6 +85,19 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_at_the_target_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        let name = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = write(&pipe, b"x").unwrap_err();
+        assert_eq!(err.to_string(), "it is a FIFO (named pipe), not a regular file");
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+            &std::fs::symlink_metadata(&pipe).unwrap().file_type()
+        ));
+    }
+
+    #[test]
     fn writing_through_a_symlink_replaces_the_target_and_keeps_the_link() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.txt");

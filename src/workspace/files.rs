@@ -294,6 +294,15 @@ impl Files {
     /// can, else atomically to disk. Then run the formatter, and record the result as read so the model can
     /// keep editing.
     pub async fn write(&self, path: &Path, content: &str, cwd: &Path) -> Result<Written, ToolError> {
+        // The tools check before they ask; checking again here keeps any writer from reaching outside.
+        let checked = self.check_boundary(path)?;
+        if checked != path {
+            return Err(ToolError::retry(format!(
+                "{} now leads to {} through a symbolic link. Read it again and redo the change.",
+                path.display(),
+                checked.display()
+            )));
+        }
         let editor = match self.editor_writes() {
             Some(client) => client.write(path, content).await,
             None => Err(EditorError::Unsupported),
@@ -348,6 +357,7 @@ impl Files {
 
     /// Delete `path` from disk (the editor protocol has no delete).
     pub async fn delete(&self, path: &Path) -> Result<(), ToolError> {
+        self.check_boundary(path)?;
         tokio::fs::remove_file(path)
             .await
             .map_err(|e| ToolError::execution(format!("cannot delete {}: {e}", path.display())))?;
@@ -375,6 +385,103 @@ mod tests {
         assert!(f.check_boundary(&root.join("src/../../outside.txt")).is_err());
         assert!(f.check_boundary(&root.join("escape/outside.txt")).is_err());
         assert!(f.check_boundary(Path::new("/etc/passwd")).is_err());
+    }
+
+    /// An editor whose every `fs/*` request fails with `error`.
+    struct Refusing(EditorError);
+
+    impl ClientFs for Refusing {
+        fn can_read(&self) -> bool {
+            true
+        }
+        fn can_write(&self) -> bool {
+            true
+        }
+        fn read(&self, _: &Path) -> BoxFuture<'_, Result<String, EditorError>> {
+            Box::pin(async move { Err(self.0.clone()) })
+        }
+        fn write<'a>(&'a self, _: &'a Path, _: &'a str) -> BoxFuture<'a, Result<(), EditorError>> {
+            Box::pin(async move { Err(self.0.clone()) })
+        }
+    }
+
+    fn with_editor(root: &Path, error: EditorError) -> Files {
+        let client: Arc<dyn ClientFs> = Arc::new(Refusing(error));
+        Files::new(vec![root.to_path_buf()], Some(client), Arc::new(FileLocks::default()), BTreeMap::new())
+    }
+
+    #[tokio::test]
+    async fn an_editor_error_is_reported_and_only_method_not_found_falls_back_to_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "disk").unwrap();
+        let refused = with_editor(dir.path(), EditorError::Failed("denied".into()));
+        assert_eq!(
+            refused.read_text(&path).await.unwrap_err(),
+            ToolError::execution(format!("the editor could not read {}: denied", path.display()))
+        );
+        assert_eq!(
+            refused.write(&path, "new", dir.path()).await.unwrap_err(),
+            ToolError::execution(format!("the editor could not write {}: denied", path.display()))
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "disk",
+            "a refused write is not done behind its back"
+        );
+        let unsupported = with_editor(dir.path(), EditorError::Unsupported);
+        assert_eq!(unsupported.read_text(&path).await.unwrap(), Some("disk".to_string()));
+        assert_eq!(unsupported.write(&path, "new", dir.path()).await.unwrap().via, Via::Disk);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(
+            refused.read_text(&dir.path().join("missing")).await.unwrap(),
+            None,
+            "a missing file asks nobody"
+        );
+    }
+
+    #[tokio::test]
+    async fn special_and_oversized_files_are_refused_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        let name = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let f = files(dir.path());
+        assert_eq!(
+            f.read_text(&pipe).await.unwrap_err(),
+            ToolError::retry(format!(
+                "{} is a FIFO (named pipe), not a regular file. Only regular files can be read or changed.",
+                pipe.display()
+            ))
+        );
+        let big = dir.path().join("big.log");
+        std::fs::File::create(&big).unwrap().set_len(MAX_TEXT_BYTES + 1).unwrap();
+        assert_eq!(
+            f.read_text(&big).await.unwrap_err(),
+            ToolError::retry(format!(
+                "{} is larger than 16 MB, too large to read whole. Use grep to find the lines you need.",
+                big.display()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_to_a_path_that_is_not_resolved_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink("real.txt", root.join("link.txt")).unwrap();
+        let f = files(&root);
+        let err = f.write(&root.join("link.txt"), "x", &root).await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::retry(format!(
+                "{} now leads to {} through a symbolic link. Read it again and redo the change.",
+                root.join("link.txt").display(),
+                root.join("real.txt").display()
+            ))
+        );
+        assert!(!root.join("real.txt").exists());
     }
 
     #[test]

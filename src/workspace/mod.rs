@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod boundary;
 pub mod files;
 pub mod format;
+pub mod ignore_rules;
 pub mod regular;
 pub mod secret_files;
 pub mod secrets;

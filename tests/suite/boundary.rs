@@ -350,6 +350,9 @@ async fn a_fifo_gets_a_prompt_clear_error_from_every_file_tool_and_is_never_open
     let h = Setup::new(vec![]).capabilities(editor_fs()).start().await;
     let pipe = h.cwd.join("pipe");
     mkfifo(&pipe);
+    // A hostile repository's ignore files: the walk must neither block on them nor lose files to them.
+    mkfifo(&h.cwd.join(".gitignore"));
+    mkfifo(&h.cwd.join(".ignore"));
     h.write("a.txt", "x\n");
     let update = "*** Begin Patch\n*** Update File: pipe\n@@\n-a\n+b\n*** End Patch";
     let add = "*** Begin Patch\n*** Add File: pipe\n+b\n*** End Patch";
@@ -361,6 +364,7 @@ async fn a_fifo_gets_a_prompt_clear_error_from_every_file_tool_and_is_never_open
         call("add", "apply_patch", json!({"patch": add})),
         call("grep_one", "grep", json!({"pattern": "x", "path": pipe})),
         call("grep_all", "grep", json!({"pattern": "x"})),
+        call("glob_all", "glob", json!({"pattern": "*"})),
     ]]));
     let session = h.session().await;
     h.client.prompt(&session, "touch the pipe").await.unwrap();
@@ -373,6 +377,7 @@ async fn a_fifo_gets_a_prompt_clear_error_from_every_file_tool_and_is_never_open
     assert_eq!(tool_result(&messages, "add"), fifo("Only regular files can be read or changed."));
     assert_eq!(tool_result(&messages, "grep_one"), fifo("Only regular files can be searched."));
     assert_eq!(tool_result(&messages, "grep_all"), "a.txt:1:x");
+    assert_eq!(tool_result(&messages, "glob_all"), h.cwd.join("a.txt").display().to_string());
     assert!(h.client.log.fs_reads.lock().unwrap().is_empty(), "the editor is not asked to open it either");
     // Nobody holds the FIFO open for reading (a blocked reader would): opening its write end fails at once.
     let writer = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK).open(&pipe);

@@ -52,7 +52,8 @@ fn capabilities() -> acp::AgentCapabilities {
                 .list(acp::SessionListCapabilities::new())
                 .resume(acp::SessionResumeCapabilities::new())
                 .close(acp::SessionCloseCapabilities::new())
-                .delete(acp::SessionDeleteCapabilities::new()),
+                .delete(acp::SessionDeleteCapabilities::new())
+                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
         )
 }
 

@@ -165,7 +165,7 @@ impl Manager {
             id: row.id.clone(),
             files: Arc::new(
                 Files::new(
-                    vec![cwd.clone()],
+                    seams.roots(&cwd),
                     seams.fs.clone(),
                     self.locks.clone(),
                     config.formatters.clone(),

@@ -289,7 +289,7 @@ async fn paths_outside_the_workspace_and_new_secrets_are_refused_before_any_ask(
     assert_eq!(
         tool_result(&messages, "o"),
         format!(
-            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directory can be changed.",
+            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directories can be changed.",
             h.cwd.parent().unwrap().join("outside.txt").display(),
             h.cwd.display()
         )

@@ -1,4 +1,5 @@
 mod binary;
+mod boundary;
 mod cancel;
 mod cleanup;
 mod compaction;

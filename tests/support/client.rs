@@ -64,6 +64,8 @@ pub struct Log {
     pub buffers: Mutex<std::collections::BTreeMap<PathBuf, String>>,
     /// Every `fs/read_text_file` path and `fs/write_text_file` (path, content), in order.
     pub fs_reads: Mutex<Vec<PathBuf>>,
+    /// When set, every `fs/read_text_file` is answered with this error (an editor refusing the read).
+    pub fs_read_error: Mutex<Option<Error>>,
     pub fs_writes: Mutex<Vec<(PathBuf, String)>>,
     /// `terminal/*` calls in order, as `method id-or-command`.
     pub terminal_calls: Mutex<Vec<String>>,
@@ -228,6 +230,10 @@ impl TestClient {
                 .on_receive_request(
                     async move |request: acp::ReadTextFileRequest, responder, _cx| {
                         log3.fs_reads.lock().unwrap().push(request.path.clone());
+                        let refusal = log3.fs_read_error.lock().unwrap().clone();
+                        if let Some(error) = refusal {
+                            return responder.respond_with_error(error);
+                        }
                         let buffer = log3.buffers.lock().unwrap().get(&request.path).cloned();
                         match buffer.map(Ok).unwrap_or_else(|| std::fs::read_to_string(&request.path)) {
                             Ok(content) => responder.respond(acp::ReadTextFileResponse::new(content)),

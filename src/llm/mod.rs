@@ -1,12 +1,12 @@
 //! The model provider layer: provider-neutral request/response types, the [`ModelClient`] trait (streaming is
 //! the primitive), and the OpenAI-compatible Chat Completions implementation with its SSE decoder, tool-call
-//! assembly, retry policy and malformed-call repair.
+//! assembly and retry policy. Malformed arguments are repaired by the tool layer (`tool::repair`), which
+//! sees the tool's schema.
 //!
 //! Owns everything on the wire to the model. Must not know about ACP, sessions or tools beyond their JSON Schema.
 
 pub mod assemble;
 pub mod openai;
-pub mod repair;
 pub mod retry;
 pub mod sse;
 

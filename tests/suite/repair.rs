@@ -7,6 +7,19 @@ use super::turn::{finished, tool_result};
 use crate::support::client::Harness;
 use crate::support::fake_model::{self as fm, Reply, answer, calls};
 
+/// The arguments of the assistant's tool call `call_id` as sent back in a request.
+fn call_arguments(messages: &[Value], call_id: &str) -> String {
+    messages
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .find(|c| c["id"] == call_id)
+        .unwrap_or_else(|| panic!("no call {call_id} in {messages:#?}"))["function"]["arguments"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 #[tokio::test]
 async fn sloppy_tool_calls_run_and_the_model_reads_what_was_repaired() {
     let h = Harness::start(vec![]).await;
@@ -24,6 +37,12 @@ async fn sloppy_tool_calls_run_and_the_model_reads_what_was_repaired() {
     h.client.prompt(&session, "look").await.unwrap();
 
     let messages = h.model.messages(1);
+    assert_eq!(
+        serde_json::from_str::<Value>(&call_arguments(&messages, "r1")).unwrap(),
+        json!({"path": format!("`{}`", file.display()), "offset": "1"}),
+        "the history holds the call as parseable JSON"
+    );
+    assert_eq!(call_arguments(&messages, "t1"), todos, "valid arguments go back verbatim");
     assert_eq!(
         tool_result(&messages, "r1"),
         "<repair_note>called tool read (sent as default_api.Read); stripped a Markdown code fence; renamed path→file_path; coerced string to integer in offset; stripped Markdown from file_path</repair_note>\n2\tbeta\n\n(End of file: 2 lines)"
@@ -63,7 +82,13 @@ async fn a_call_cut_off_by_the_output_limit_is_answered_truncated_and_does_not_r
     let session = h.session().await;
     h.client.prompt(&session, "write it").await.unwrap();
 
-    assert_eq!(tool_result(&h.model.messages(1), "w1"), tinycode::tool::repair::TRUNCATED);
+    let messages = h.model.messages(1);
+    assert_eq!(tool_result(&messages, "w1"), tinycode::tool::repair::TRUNCATED);
+    assert_eq!(
+        call_arguments(&messages, "w1"),
+        "{}",
+        "the cut-off arguments are not sent back (llama.cpp rejects unparseable history) nor shown completed"
+    );
     assert!(!target.exists(), "a truncated write must not create the file");
     assert!(h.client.log.permission_requests.lock().unwrap().is_empty(), "nothing was asked");
     let updates: Vec<Value> = h.client.updates(&session);

@@ -67,6 +67,17 @@ pub fn repair_arguments(args: &mut Value, schema: &Value) -> Vec<Fix> {
     fixes
 }
 
+/// The arguments to keep in the conversation history for a call the model sent as `raw`: `None` (keep `raw`)
+/// when it is a JSON object, else the object the text stages make of it, else `{}`. Providers get the history
+/// back on every request, and some re-parse it (llama.cpp answers HTTP 500 to unparseable arguments, on every
+/// request after). A call cut off by the output limit is never shown completed.
+pub fn history_arguments(raw: &str) -> Option<String> {
+    if matches!(serde_json::from_str::<Value>(raw), Ok(Value::Object(_))) {
+        return None;
+    }
+    Some(text::parse(raw, true).map(|(args, _)| args.to_string()).unwrap_or_else(|_| "{}".into()))
+}
+
 /// Run the pipeline on the call `name(raw)`. `cut_off`: the response stopped at the output token limit and
 /// this is its last call.
 pub fn prepare(registry: &Registry, name: &str, raw: &str, cut_off: bool) -> Prepared {

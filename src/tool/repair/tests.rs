@@ -152,6 +152,19 @@ fn unparseable_arguments_go_to_invalid_with_serdes_complaint() {
 }
 
 #[test]
+fn the_history_keeps_valid_arguments_verbatim_and_only_parseable_objects_otherwise() {
+    assert_eq!(history_arguments("{\"a\":  1}"), None);
+    assert_eq!(history_arguments("```json\n{\"a\": 1,}\n```").as_deref(), Some("{\"a\":1}"));
+    assert_eq!(history_arguments("\"{\\\"a\\\":1}\"").as_deref(), Some("{\"a\":1}"));
+    assert_eq!(
+        history_arguments("{\"content\": \"fn main() {").as_deref(),
+        Some("{}"),
+        "cut off: not completed"
+    );
+    assert_eq!(history_arguments("[1, 2]").as_deref(), Some("{}"));
+}
+
+#[test]
 fn unknown_tools_keep_their_name_for_the_registry_to_answer() {
     let prepared = prepare(&registry(), "fly", "{\"to\": 1}", false);
     assert_eq!(prepared, Prepared { tool: "fly".into(), args: json!({"to": 1}), fixes: vec![] });

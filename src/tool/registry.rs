@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::{Context, Def, Outcome, Preview, Progress, ToolError, invalid, truncate};
+use super::{Context, Def, Outcome, Preview, Progress, ToolError, invalid, repair, truncate};
 use crate::bus::Event;
 use crate::display::Presentation;
 use crate::permission::{Ask, Verdict};
@@ -45,11 +45,14 @@ impl Registry {
         self.read_defs().iter().find(|d| d.id == id).cloned()
     }
 
-    /// Lookup that forgives surrounding whitespace and case (`" Read"` → `read`), as models get these wrong.
+    /// Lookup that forgives what models get wrong in names: whitespace, case, `-`/`_`, `default_api.` and
+    /// other agents' names for a tool (`repair::canonical_name`). The hidden `invalid` tool is only exact.
     pub fn resolve(&self, name: &str) -> Option<Arc<Def>> {
         self.get(name).or_else(|| {
-            let wanted = name.trim().to_lowercase();
-            self.read_defs().iter().find(|d| d.id == wanted).cloned()
+            let defs = self.read_defs();
+            let ids: Vec<&str> = defs.iter().map(|d| d.id.as_str()).filter(|id| *id != invalid::ID).collect();
+            let id = repair::canonical_name(name, &ids)?;
+            defs.iter().find(|d| d.id == id).cloned()
         })
     }
 

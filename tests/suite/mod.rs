@@ -10,6 +10,7 @@ mod modes;
 mod permission;
 mod protocol;
 mod questions;
+mod repair;
 mod sessions;
 mod settings;
 mod shell;

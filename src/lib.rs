@@ -14,6 +14,7 @@
 //! | module       | owns |
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning) and the model catalogue; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
@@ -32,7 +33,8 @@
 //! # Dependency rule
 //!
 //! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
-//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
+//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. `cli` sits beside `acp` at
+//! the top: it may read `agent` (the journal's replay, for exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`) that `acp` implements.
 //!
@@ -44,6 +46,7 @@ pub mod acp;
 pub mod agent;
 pub mod builtin;
 pub mod bus;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;

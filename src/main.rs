@@ -1,32 +1,32 @@
-//! The `tinycode` command line: `tinycode acp` serves ACP on stdio; `tinycode run "<prompt>"` runs one prompt
-//! headlessly. Logs go to stderr (filtered by `RUST_LOG`) or to `TINYCODE_LOG_FILE`; stdout belongs to ACP.
+//! The `tinycode` binary: parses the command line (`tinycode::cli`, clap) and runs one function per subcommand.
+//! Help and version go to stdout, usage errors to stderr with exit code 2; `--help` lists the exit codes.
+//! Logs go to stderr (filtered by `RUST_LOG`) or to `TINYCODE_LOG_FILE`; in `acp`, stdout belongs to ACP.
+//!
+//! To add a subcommand: one variant in `cli::Command`, one arm in `dispatch`, one function here.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
 use tinycode::acp;
+use tinycode::cli::{self, Cli, Command, Exit};
 use tinycode::config::Sources;
-
-const USAGE: &str = "\
-tinycode: a coding agent for editors that speak the Agent Client Protocol
-
-USAGE:
-    tinycode acp                       Serve ACP over stdio (what editors launch)
-    tinycode run [--yes] [--cwd DIR] <prompt>
-                                       Run one prompt headlessly; the answer goes to stdout
-    tinycode --version | --help
-
-ENVIRONMENT:
-    TINYCODE_BASE_URL   (else OPENAI_BASE_URL, else https://api.openai.com/v1)
-    TINYCODE_API_KEY    (else OPENAI_API_KEY)
-    TINYCODE_MODEL      model name sent to the provider
-    TINYCODE_DATA_DIR   where tinycode keeps its data
-    RUST_LOG            log filter (logs go to stderr), TINYCODE_LOG_FILE to log to a file instead
-";
 
 fn say(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// An error line on stderr and its exit code.
+fn fail(exit: Exit, message: &str) -> Exit {
+    say(&format!("error: {message}\n"));
+    exit
 }
 
 /// Start logging. `default` applies when `RUST_LOG` is not set.
@@ -42,27 +42,33 @@ fn init_logging(default: &str) {
     }
 }
 
-struct RunArgs {
-    yes: bool,
-    cwd: Option<PathBuf>,
-    prompt: Vec<String>,
+fn main() -> ExitCode {
+    // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(Exit::Failed, &format!("cannot start the runtime: {e}")).into(),
+    };
+    tinycode::shell::process::kill_children_on_panic();
+    let exit = runtime.block_on(dispatch(cli));
+    // Nothing this process started may outlive it.
+    tinycode::shell::process::kill_all();
+    exit.into()
 }
 
-fn parse_run(args: &[String]) -> Result<RunArgs, String> {
-    let mut run = RunArgs { yes: false, cwd: None, prompt: Vec::new() };
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--yes" | "-y" => run.yes = true,
-            "--cwd" => run.cwd = Some(iter.next().ok_or("--cwd needs a directory")?.into()),
-            "--" => run.prompt.extend(iter.by_ref().cloned()),
-            _ => run.prompt.push(arg.clone()),
+async fn dispatch(cli: Cli) -> Exit {
+    match cli.command {
+        Command::Acp => serve_stdio().await,
+        Command::Run(args) => run(args).await,
+        Command::Sessions(args) => sessions(args).await,
+        Command::Export(args) => export(args).await,
+        Command::Completions(args) => {
+            let mut out = Vec::new();
+            cli::completions(args.shell, &mut out);
+            print(&String::from_utf8_lossy(&out));
+            Exit::Done
         }
     }
-    if run.prompt.is_empty() {
-        return Err("run needs a prompt".into());
-    }
-    Ok(run)
 }
 
 /// Wait for SIGTERM (Unix) so the agent can shut its sessions down instead of dying mid-write.
@@ -77,75 +83,181 @@ async fn terminated() {
     std::future::pending::<()>().await;
 }
 
-async fn serve_stdio() -> ExitCode {
+/// Said once on stderr when `tinycode acp` is started by hand in a terminal, which would otherwise look hung.
+const WAITING: &str = "tinycode acp: waiting for an editor to speak ACP on stdin; editors start this command themselves (agent command `tinycode acp`, see editors/ in the source); try `tinycode run \"<prompt>\"` for a one-shot prompt; Ctrl-D quits\n";
+
+async fn serve_stdio() -> Exit {
+    // The SDK logs every error response it sends at WARN; those are answers, not faults.
+    init_logging("warn,agent_client_protocol=error");
+    if std::io::stdin().is_terminal() {
+        say(WAITING);
+    }
     let serve = acp::serve(acp::stdio::transport(), Sources::from_process());
     tokio::select! {
         result = serve => match result {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => Exit::Done,
             Err(e) => {
                 tracing::error!(error = %e, "ACP connection failed");
-                ExitCode::FAILURE
+                Exit::Failed
             }
         },
         () = terminated() => {
             tracing::info!("SIGTERM: shutting down");
-            ExitCode::SUCCESS
+            Exit::Done
         }
     }
 }
 
-async fn run_headless(args: &[String]) -> ExitCode {
-    let run = match parse_run(args) {
-        Ok(run) => run,
-        Err(e) => {
-            say(&format!("error: {e}\n\n{USAGE}"));
-            return ExitCode::from(2);
+/// The prompt from its words: `-` stands for stdin; no words read stdin when it is not a terminal.
+fn prompt_text(words: &[String]) -> Result<String, String> {
+    let stdin_wanted = words.iter().any(|w| w == "-") || words.is_empty();
+    let piped = if stdin_wanted {
+        if std::io::stdin().is_terminal() {
+            if words.is_empty() {
+                return Err("run needs a prompt: words, or `-` to read it from stdin".into());
+            }
+            return Err("`-` reads the prompt from stdin, but stdin is a terminal".into());
         }
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+        text
+    } else {
+        String::new()
     };
-    let cwd = match run.cwd.map(Ok).unwrap_or_else(std::env::current_dir).and_then(std::fs::canonicalize) {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            say(&format!("error: cannot use the working directory: {e}\n"));
-            return ExitCode::from(2);
-        }
+    let prompt = if words.is_empty() {
+        piped.trim_end().to_string()
+    } else {
+        let parts: Vec<&str> = words.iter().map(|w| if w == "-" { piped.trim_end() } else { w.as_str() }).collect();
+        parts.join(" ")
     };
-    let options = acp::headless::Options { prompt: run.prompt.join(" "), cwd, yes: run.yes };
-    ExitCode::from(acp::headless::run(Sources::from_process(), options).await as u8)
+    if prompt.trim().is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    Ok(prompt)
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    tinycode::shell::process::kill_children_on_panic();
-    let code = dispatch().await;
-    // Nothing this process started may outlive it.
-    tinycode::shell::process::kill_all();
-    code
+fn absolute_dir(dir: Option<PathBuf>) -> Result<PathBuf, String> {
+    let dir = dir.map(Ok).unwrap_or_else(std::env::current_dir).map_err(|e| e.to_string())?;
+    std::fs::canonicalize(&dir).map_err(|e| format!("cannot use the directory {}: {e}", dir.display()))
 }
 
-async fn dispatch() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("acp") => {
-            // The SDK logs every error response it sends at WARN; those are answers, not faults.
-            init_logging("warn,agent_client_protocol=error");
-            serve_stdio().await
+/// Which stored session `--session`/`--continue` mean, and the directory it belongs to.
+async fn stored_session(args: &cli::RunArgs, cwd: Option<PathBuf>) -> Result<(Option<String>, PathBuf), (Exit, String)> {
+    let usage = |e: String| (Exit::Usage, e);
+    if args.session.is_none() && !args.continue_last {
+        return Ok((None, absolute_dir(cwd).map_err(usage)?));
+    }
+    let database = tinycode::store::database_path(&Sources::from_process().data_dir());
+    let store = cli::sessions::open_existing(&database).map_err(|e| (Exit::Failed, e.to_string()))?;
+    let failed = |e: tinycode::store::StoreError| (Exit::Failed, e.to_string());
+    if let Some(id) = &args.session {
+        let row = match &store {
+            Some(store) => store.session(id).await.map_err(failed)?,
+            None => None,
+        };
+        let Some(row) = row else {
+            return Err((Exit::Failed, format!("no stored session {id} (`tinycode sessions --all` lists them)")));
+        };
+        let cwd = match cwd {
+            Some(dir) => absolute_dir(Some(dir)).map_err(usage)?,
+            None => PathBuf::from(row.cwd),
+        };
+        return Ok((Some(row.id), cwd));
+    }
+    let cwd = absolute_dir(cwd).map_err(usage)?;
+    let newest = match &store {
+        Some(store) => cli::sessions::newest(store, Some(&cwd), 1).await.map_err(failed)?,
+        None => Vec::new(),
+    };
+    match newest.into_iter().next() {
+        Some(row) => Ok((Some(row.id), cwd)),
+        None => Err((Exit::Failed, format!("no stored session in {} to continue", cwd.display()))),
+    }
+}
+
+async fn run(args: cli::RunArgs) -> Exit {
+    // Headless output is for people (or scripts with --json): errors are printed by the run itself.
+    init_logging("off");
+    let (resume, cwd) = match stored_session(&args, args.cwd.clone()).await {
+        Ok(found) => found,
+        Err((exit, message)) => return fail(exit, &message),
+    };
+    let prompt = match prompt_text(&args.prompt) {
+        Ok(prompt) => prompt,
+        Err(message) => return fail(Exit::Usage, &message),
+    };
+    let options = acp::headless::Options {
+        prompt,
+        cwd,
+        yes: args.yes,
+        json: args.json,
+        model: args.model,
+        mode: args.mode,
+        resume,
+    };
+    acp::headless::run(Sources::from_process(), options).await
+}
+
+async fn open_store(data_dir: &Path) -> Result<Option<tinycode::store::Store>, Exit> {
+    let database = tinycode::store::database_path(data_dir);
+    cli::sessions::open_existing(&database).map_err(|e| fail(Exit::Failed, &e.to_string()))
+}
+
+async fn sessions(args: cli::SessionsArgs) -> Exit {
+    let cwd = if args.all {
+        None
+    } else {
+        match absolute_dir(args.cwd) {
+            Ok(cwd) => Some(cwd),
+            Err(message) => return fail(Exit::Usage, &message),
         }
-        Some("run") => {
-            // Headless output is for people: errors are printed by the run itself.
-            init_logging("off");
-            run_headless(&args[1..]).await
+    };
+    let store = match open_store(&Sources::from_process().data_dir()).await {
+        Ok(store) => store,
+        Err(exit) => return exit,
+    };
+    let rows = match &store {
+        Some(store) => match cli::sessions::newest(store, cwd.as_deref(), args.limit).await {
+            Ok(rows) => rows,
+            Err(e) => return fail(Exit::Failed, &e.to_string()),
+        },
+        None => Vec::new(),
+    };
+    if rows.is_empty() {
+        if !args.json {
+            let place = cwd.map(|c| format!(" for {}", c.display())).unwrap_or_default();
+            say(&format!("no sessions stored{place} (--all lists every project)\n"));
         }
-        Some("--version" | "-V") => {
-            say(&format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
-            ExitCode::SUCCESS
-        }
-        Some("--help" | "-h" | "help") => {
-            say(USAGE);
-            ExitCode::SUCCESS
-        }
-        _ => {
-            say(USAGE);
-            ExitCode::from(2)
+        return Exit::Done;
+    }
+    print(&if args.json { cli::sessions::json_lines(&rows) } else { cli::sessions::table(&rows, args.all) });
+    Exit::Done
+}
+
+async fn export(args: cli::ExportArgs) -> Exit {
+    let missing = || fail(Exit::Failed, &format!("no stored session {} (`tinycode sessions --all` lists them)", args.id));
+    let store = match open_store(&Sources::from_process().data_dir()).await {
+        Ok(Some(store)) => store,
+        Ok(None) => return missing(),
+        Err(exit) => return exit,
+    };
+    let (row, messages) = match (store.session(&args.id).await, store.messages(&args.id).await) {
+        (Ok(Some(row)), Ok(messages)) => (row, messages),
+        (Ok(None), _) => return missing(),
+        (Err(e), _) | (_, Err(e)) => return fail(Exit::Failed, &e.to_string()),
+    };
+    let entries = cli::export::entries(&messages);
+    let document = match args.format() {
+        cli::Format::Md => cli::export::markdown(&row, &entries),
+        cli::Format::Html => cli::export::html(&row, &entries),
+    };
+    match &args.output {
+        None => print(&document),
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, document) {
+                return fail(Exit::Failed, &format!("cannot write {}: {e}", path.display()));
+            }
         }
     }
+    Exit::Done
 }

@@ -1,12 +1,15 @@
 mod binary;
+mod cli;
 mod cancel;
 mod compaction;
+mod editors;
 mod edits;
 mod errors;
 mod modes;
 mod permission;
 mod protocol;
 mod questions;
+mod schema;
 mod sessions;
 mod settings;
 mod shell;

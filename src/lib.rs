@@ -42,6 +42,12 @@
 //! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
 //! framework but its error type. CI greps for both.
 
+// Supported platforms: Linux and macOS. Process groups, signals and the shell tools are Unix-only for now.
+#[cfg(not(unix))]
+compile_error!(
+    "tinycode supports Linux and macOS; Windows is not supported yet (see Platforms in the README). Use WSL, or the Linux binary."
+);
+
 pub mod acp;
 pub mod agent;
 pub mod builtin;

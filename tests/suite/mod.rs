@@ -6,6 +6,7 @@ mod editors;
 mod edits;
 mod errors;
 mod modes;
+mod packaging;
 mod permission;
 mod protocol;
 mod questions;

@@ -119,7 +119,9 @@ fn prompt_text(words: &[String]) -> Result<String, String> {
             return Err("`-` reads the prompt from stdin, but stdin is a terminal".into());
         }
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
         text
     } else {
         String::new()
@@ -127,7 +129,8 @@ fn prompt_text(words: &[String]) -> Result<String, String> {
     let prompt = if words.is_empty() {
         piped.trim_end().to_string()
     } else {
-        let parts: Vec<&str> = words.iter().map(|w| if w == "-" { piped.trim_end() } else { w.as_str() }).collect();
+        let parts: Vec<&str> =
+            words.iter().map(|w| if w == "-" { piped.trim_end() } else { w.as_str() }).collect();
         parts.join(" ")
     };
     if prompt.trim().is_empty() {
@@ -142,7 +145,10 @@ fn absolute_dir(dir: Option<PathBuf>) -> Result<PathBuf, String> {
 }
 
 /// Which stored session `--session`/`--continue` mean, and the directory it belongs to.
-async fn stored_session(args: &cli::RunArgs, cwd: Option<PathBuf>) -> Result<(Option<String>, PathBuf), (Exit, String)> {
+async fn stored_session(
+    args: &cli::RunArgs,
+    cwd: Option<PathBuf>,
+) -> Result<(Option<String>, PathBuf), (Exit, String)> {
     let usage = |e: String| (Exit::Usage, e);
     if args.session.is_none() && !args.continue_last {
         return Ok((None, absolute_dir(cwd).map_err(usage)?));
@@ -156,7 +162,10 @@ async fn stored_session(args: &cli::RunArgs, cwd: Option<PathBuf>) -> Result<(Op
             None => None,
         };
         let Some(row) = row else {
-            return Err((Exit::Failed, format!("no stored session {id} (`tinycode sessions --all` lists them)")));
+            return Err((
+                Exit::Failed,
+                format!("no stored session {id} (`tinycode sessions --all` lists them)"),
+            ));
         };
         let cwd = match cwd {
             Some(dir) => absolute_dir(Some(dir)).map_err(usage)?,
@@ -235,7 +244,9 @@ async fn sessions(args: cli::SessionsArgs) -> Exit {
 }
 
 async fn export(args: cli::ExportArgs) -> Exit {
-    let missing = || fail(Exit::Failed, &format!("no stored session {} (`tinycode sessions --all` lists them)", args.id));
+    let missing = || {
+        fail(Exit::Failed, &format!("no stored session {} (`tinycode sessions --all` lists them)", args.id))
+    };
     let store = match open_store(&Sources::from_process().data_dir()).await {
         Ok(Some(store)) => store,
         Ok(None) => return missing(),

@@ -97,7 +97,8 @@ pub fn entries(messages: &[StoredMessage]) -> Vec<Entry> {
             }
             AgentEvent::ToolCallFinished { call_id, status, output, display, .. } => {
                 last_id = None;
-                let (title, name, input) = started.remove(&call_id).unwrap_or((call_id, String::new(), Value::Null));
+                let (title, name, input) =
+                    started.remove(&call_id).unwrap_or((call_id, String::new(), Value::Null));
                 let diffs = display
                     .iter()
                     .filter_map(|c| match c {
@@ -161,14 +162,20 @@ fn markdown_tool(tool: &Tool) -> String {
     }
     out.push_str("\n\n");
     if !tool.input.is_null() {
-        out.push_str(&format!("<details><summary>Input</summary>\n\n{}\n</details>\n\n", fenced("json", &pretty(&tool.input))));
+        out.push_str(&format!(
+            "<details><summary>Input</summary>\n\n{}\n</details>\n\n",
+            fenced("json", &pretty(&tool.input))
+        ));
     }
     for diff in &tool.diffs {
         out.push_str(&fenced("diff", &diff.lines.join("\n")));
         out.push('\n');
     }
     if tool.diffs.is_empty() && !tool.output.is_empty() {
-        out.push_str(&format!("<details><summary>Output</summary>\n\n{}\n</details>\n\n", fenced("text", &tool.output)));
+        out.push_str(&format!(
+            "<details><summary>Output</summary>\n\n{}\n</details>\n\n",
+            fenced("text", &tool.output)
+        ));
     }
     out
 }
@@ -194,7 +201,10 @@ pub fn markdown(session: &SessionRow, entries: &[Entry]) -> String {
             )),
             Entry::Tool(tool) => out.push_str(&markdown_tool(tool)),
             Entry::Summary(text) => {
-                out.push_str(&format!("\n---\n\n*Earlier messages were summarised:*\n\n{}\n\n", text.trim_end()));
+                out.push_str(&format!(
+                    "\n---\n\n*Earlier messages were summarised:*\n\n{}\n\n",
+                    text.trim_end()
+                ));
                 speaker = "";
             }
         }
@@ -242,10 +252,8 @@ fn html_diff(diff: &Diff) -> String {
 
 fn html_tool(tool: &Tool) -> String {
     let (mark, class) = if tool.failed { ("✗", "failed") } else { ("✓", "completed") };
-    let mut out = format!(
-        "<div class=\"tool {class}\"><div class=\"tool-title\">{mark} {}",
-        escape(&tool.title)
-    );
+    let mut out =
+        format!("<div class=\"tool {class}\"><div class=\"tool-title\">{mark} {}", escape(&tool.title));
     if !tool.name.is_empty() {
         out.push_str(&format!(" <code>{}</code>", escape(&tool.name)));
     }
@@ -260,7 +268,10 @@ fn html_tool(tool: &Tool) -> String {
         out.push_str(&html_diff(diff));
     }
     if tool.diffs.is_empty() && !tool.output.is_empty() {
-        out.push_str(&format!("<details><summary>Output</summary><pre>{}</pre></details>\n", escape(&tool.output)));
+        out.push_str(&format!(
+            "<details><summary>Output</summary><pre>{}</pre></details>\n",
+            escape(&tool.output)
+        ));
     }
     out.push_str("</div>\n");
     out
@@ -338,13 +349,30 @@ mod tests {
     }
 
     fn conversation() -> Vec<StoredMessage> {
-        let presentation = json!({"title": "Edit a.txt", "kind": "Edit", "locations": [], "patterns": [], "content": []});
+        let presentation =
+            json!({"title": "Edit a.txt", "kind": "Edit", "locations": [], "patterns": [], "content": []});
         vec![
-            stored("user", "input", json!({"messageId": "u1", "blocks": [{"type": "text", "text": "fix <b> in"}, {"type": "resource_link", "name": "a.txt", "uri": "file:///p/a.txt"}]})),
-            stored("assistant", "reasoning", json!({"messageId": "t1", "field": "reasoning_content", "text": "look first"})),
+            stored(
+                "user",
+                "input",
+                json!({"messageId": "u1", "blocks": [{"type": "text", "text": "fix <b> in"}, {"type": "resource_link", "name": "a.txt", "uri": "file:///p/a.txt"}]}),
+            ),
+            stored(
+                "assistant",
+                "reasoning",
+                json!({"messageId": "t1", "field": "reasoning_content", "text": "look first"}),
+            ),
             stored("assistant", "text", json!({"messageId": "m1", "text": "Fixing ```it```."})),
-            stored("tool_start", "tool_start", json!({"callId": "c1", "uiId": "c1", "tool": "edit", "presentation": presentation, "rawInput": {"file_path": "/p/a.txt"}})),
-            stored("tool", "tool_result", json!({"callId": "c1", "uiId": "c1", "content": "ok", "failed": false, "display": [{"Diff": {"path": "/p/a.txt", "old_text": "a\n<b>\n", "new_text": "a\n<i>\n"}}], "locations": [], "rawOutput": null})),
+            stored(
+                "tool_start",
+                "tool_start",
+                json!({"callId": "c1", "uiId": "c1", "tool": "edit", "presentation": presentation, "rawInput": {"file_path": "/p/a.txt"}}),
+            ),
+            stored(
+                "tool",
+                "tool_result",
+                json!({"callId": "c1", "uiId": "c1", "content": "ok", "failed": false, "display": [{"Diff": {"path": "/p/a.txt", "old_text": "a\n<b>\n", "new_text": "a\n<i>\n"}}], "locations": [], "rawOutput": null}),
+            ),
             stored("assistant", "text", json!({"messageId": "m2", "text": "Done."})),
         ]
     }

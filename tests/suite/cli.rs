@@ -56,7 +56,15 @@ async fn help_and_version_go_to_stdout_and_usage_errors_to_stderr_with_exit_code
     let help = tinycode(&env, &model, &["--help"], None).await;
     assert_eq!((help.code, help.stderr.as_str()), (Some(0), ""));
     assert!(help.stdout.starts_with("A coding agent for editors"), "{}", help.stdout);
-    for line in ["Usage: tinycode <COMMAND>", "  acp ", "  run ", "  sessions ", "  export ", "  completions ", "Exit codes:\n  0  finished"] {
+    for line in [
+        "Usage: tinycode <COMMAND>",
+        "  acp ",
+        "  run ",
+        "  sessions ",
+        "  export ",
+        "  completions ",
+        "Exit codes:\n  0  finished",
+    ] {
         assert!(help.stdout.contains(line), "help lacks {line:?}:\n{}", help.stdout);
     }
     let version = tinycode(&env, &model, &["--version"], None).await;
@@ -66,7 +74,9 @@ async fn help_and_version_go_to_stdout_and_usage_errors_to_stderr_with_exit_code
     );
     let run_help = tinycode(&env, &model, &["run", "--help"], None).await;
     assert_eq!(run_help.code, Some(0));
-    for flag in ["--model <NAME>", "--mode <MODE>", "--cwd <DIR>", "--yes", "--json", "--continue", "--session <ID>"] {
+    for flag in
+        ["--model <NAME>", "--mode <MODE>", "--cwd <DIR>", "--yes", "--json", "--continue", "--session <ID>"]
+    {
         assert!(run_help.stdout.contains(flag), "run --help lacks {flag}:\n{}", run_help.stdout);
     }
     let typo = tinycode(&env, &model, &["run", "--moddel", "x", "hi"], None).await;
@@ -85,7 +95,8 @@ async fn help_and_version_go_to_stdout_and_usage_errors_to_stderr_with_exit_code
 async fn run_prints_text_before_and_after_a_tool_call_as_separate_paragraphs() {
     let env = Env::new();
     let path = notes(&env);
-    let model = FakeModel::start(vec![text_then_read(&path), answer(&["It says: ", "remember the milk."])]).await;
+    let model =
+        FakeModel::start(vec![text_then_read(&path), answer(&["It says: ", "remember the milk."])]).await;
     let ran = tinycode(&env, &model, &["run", "what", "do", "my", "notes", "say?"], None).await;
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     assert_eq!(ran.stdout, "Let me look.\n\nIt says: remember the milk.\n");
@@ -115,7 +126,8 @@ fn redact(line: &str, env: &Env) -> Value {
 async fn run_json_prints_one_event_per_line_for_the_whole_turn() {
     let env = Env::new();
     let path = notes(&env);
-    let model = FakeModel::start(vec![text_then_read(&path), answer(&["It says: ", "remember the milk."])]).await;
+    let model =
+        FakeModel::start(vec![text_then_read(&path), answer(&["It says: ", "remember the milk."])]).await;
     let ran = tinycode(&env, &model, &["run", "--json", "what do my notes say?"], None).await;
     assert_eq!((ran.code, ran.stderr.as_str()), (Some(0), ""));
     let mut events: Vec<Value> = ran.stdout.lines().map(|l| redact(l, &env)).collect();
@@ -144,7 +156,8 @@ async fn run_json_prints_one_event_per_line_for_the_whole_turn() {
 #[tokio::test]
 async fn run_continue_and_session_resume_a_stored_conversation_with_its_history() {
     let env = Env::new();
-    let model = FakeModel::start(vec![answer(&["first answer"]), answer(&["second"]), answer(&["third"])]).await;
+    let model =
+        FakeModel::start(vec![answer(&["first answer"]), answer(&["second"]), answer(&["third"])]).await;
     let first = tinycode(&env, &model, &["run", "--json", "first question"], None).await;
     assert_eq!(first.code, Some(0), "{}", first.stderr);
     let session: Value = serde_json::from_str(first.stdout.lines().next().unwrap()).unwrap();
@@ -152,13 +165,21 @@ async fn run_continue_and_session_resume_a_stored_conversation_with_its_history(
     let again = tinycode(&env, &model, &["run", "--continue", "and then?"], None).await;
     assert_eq!((again.code, again.stdout.as_str()), (Some(0), "second\n"), "{}", again.stderr);
     let said: Vec<Value> = model.messages(1)[1..].iter().map(|m| json!([m["role"], m["content"]])).collect();
-    assert_eq!(said, vec![json!(["user", "first question"]), json!(["assistant", "first answer"]), json!(["user", "and then?"])]);
+    assert_eq!(
+        said,
+        vec![
+            json!(["user", "first question"]),
+            json!(["assistant", "first answer"]),
+            json!(["user", "and then?"])
+        ]
+    );
     // From another directory, `--session` finds the session's own directory.
     let mut elsewhere = env.command(&model, &["run", "--json", "--session", &id, "last one"]);
     elsewhere.current_dir(env.dir.path()).stdin(Stdio::null());
     let output = tokio::time::timeout(PATIENCE, elsewhere.output()).await.unwrap().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let opened: Value = serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().next().unwrap()).unwrap();
+    let opened: Value =
+        serde_json::from_str(String::from_utf8_lossy(&output.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(opened["sessionId"], id.as_str());
     assert_eq!(opened["resumed"], true);
     assert_eq!(model.messages(2).len(), 6, "system, three questions, two answers");
@@ -174,19 +195,31 @@ async fn continue_without_a_stored_session_is_an_error_naming_the_directory() {
     let model = FakeModel::start(vec![]).await;
     let ran = tinycode(&env, &model, &["run", "--continue", "hi"], None).await;
     let cwd = std::fs::canonicalize(env.cwd()).unwrap();
-    assert_eq!((ran.code, ran.stderr), (Some(1), format!("error: no stored session in {} to continue\n", cwd.display())));
+    assert_eq!(
+        (ran.code, ran.stderr),
+        (Some(1), format!("error: no stored session in {} to continue\n", cwd.display()))
+    );
 }
 
 #[tokio::test]
 async fn model_and_mode_flags_apply_to_the_run_and_are_stored_with_the_session() {
     let env = Env::new();
     let model = FakeModel::start(vec![answer(&["planned"])]).await;
-    let ran = tinycode(&env, &model, &["run", "--model", "fake-model-large", "--mode", "plan", "make a plan"], None).await;
+    let ran = tinycode(
+        &env,
+        &model,
+        &["run", "--model", "fake-model-large", "--mode", "plan", "make a plan"],
+        None,
+    )
+    .await;
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);
     assert_eq!(model.requests()[0].body["model"], "fake-model-large");
     let listed = tinycode(&env, &model, &["sessions", "--json"], None).await;
     let row: Value = serde_json::from_str(listed.stdout.trim()).unwrap();
-    assert_eq!((&row["mode"], &row["model"], &row["title"]), (&json!("plan"), &json!("fake-model-large"), &json!("make a plan")));
+    assert_eq!(
+        (&row["mode"], &row["model"], &row["title"]),
+        (&json!("plan"), &json!("fake-model-large"), &json!("make a plan"))
+    );
 }
 
 #[tokio::test]
@@ -204,7 +237,11 @@ async fn sessions_lists_this_directory_and_export_writes_markdown_and_html() {
     let listed = tinycode(&env, &model, &["sessions"], None).await;
     let lines: Vec<&str> = listed.stdout.lines().collect();
     assert_eq!(lines.len(), 2, "{}", listed.stdout);
-    assert!(lines[0].starts_with("ID ") && lines[0].ends_with("  UPDATED                   TITLE"), "{}", lines[0]);
+    assert!(
+        lines[0].starts_with("ID ") && lines[0].ends_with("  UPDATED                   TITLE"),
+        "{}",
+        lines[0]
+    );
     assert!(lines[1].ends_with("  replace my notes"), "{}", lines[1]);
     let id = lines[1].split_whitespace().next().unwrap().to_string();
     let mut elsewhere = env.command(&model, &["sessions"]);
@@ -214,7 +251,12 @@ async fn sessions_lists_this_directory_and_export_writes_markdown_and_html() {
     let markdown = tinycode(&env, &model, &["export", &id], None).await;
     assert_eq!(markdown.code, Some(0), "{}", markdown.stderr);
     assert!(markdown.stdout.starts_with("# replace my notes\n"), "{}", markdown.stdout);
-    for part in ["## You\n\nreplace my notes\n", "**✓ Write notes.txt** (`write`)", "-remember the milk\n+buy <bread>\n", "Updated.\n"] {
+    for part in [
+        "## You\n\nreplace my notes\n",
+        "**✓ Write notes.txt** (`write`)",
+        "-remember the milk\n+buy <bread>\n",
+        "Updated.\n",
+    ] {
         assert!(markdown.stdout.contains(part), "markdown lacks {part:?}:\n{}", markdown.stdout);
     }
     let file = env.dir.path().join("chat.html");
@@ -230,7 +272,9 @@ async fn sessions_lists_this_directory_and_export_writes_markdown_and_html() {
 async fn completions_are_printed_for_each_shell() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;
-    for (shell, marker) in [("bash", "complete -F _tinycode"), ("zsh", "#compdef tinycode"), ("fish", "complete -c tinycode")] {
+    for (shell, marker) in
+        [("bash", "complete -F _tinycode"), ("zsh", "#compdef tinycode"), ("fish", "complete -c tinycode")]
+    {
         let ran = tinycode(&env, &model, &["completions", shell], None).await;
         assert_eq!(ran.code, Some(0));
         assert!(ran.stdout.contains(marker), "{shell}");
@@ -242,7 +286,13 @@ fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
     use std::os::fd::FromRawFd;
     let (mut controller, mut terminal) = (0, 0);
     let done = unsafe {
-        libc::openpty(&mut controller, &mut terminal, std::ptr::null_mut(), std::ptr::null(), std::ptr::null())
+        libc::openpty(
+            &mut controller,
+            &mut terminal,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
     };
     assert_eq!(done, 0, "openpty failed");
     unsafe { (std::os::fd::OwnedFd::from_raw_fd(controller), std::os::fd::OwnedFd::from_raw_fd(terminal)) }
@@ -265,7 +315,8 @@ async fn acp_started_in_a_terminal_says_it_waits_for_an_editor_and_otherwise_sta
     // Ctrl-D at the start of a line is end of input: the agent exits as it does on an editor's EOF.
     let mut keyboard = std::fs::File::from(controller);
     std::io::Write::write_all(&mut keyboard, b"\x04").unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait()).await.expect("Ctrl-D did not end the agent").unwrap();
+    let status =
+        tokio::time::timeout(PATIENCE, child.wait()).await.expect("Ctrl-D did not end the agent").unwrap();
     assert!(status.success(), "{status:?}");
     // From a pipe (an editor), nothing is said.
     let mut piped = env.command(&model, &["acp"]);

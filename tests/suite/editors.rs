@@ -74,9 +74,9 @@ fn check_json(text: &str) -> Result<(), String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     if let Some(bindings) = value.as_array() {
         // A Zed keymap: a binding must open a tinycode thread.
-        let opens = bindings.iter().flat_map(|b| b["bindings"].as_object().into_iter().flatten()).any(|(_, action)| {
-            action[0] == "agent::NewExternalAgentThread" && action[1]["agent"] == "tinycode"
-        });
+        let opens = bindings.iter().flat_map(|b| b["bindings"].as_object().into_iter().flatten()).any(
+            |(_, action)| action[0] == "agent::NewExternalAgentThread" && action[1]["agent"] == "tinycode",
+        );
         return if opens { Ok(()) } else { Err("no key opens a tinycode thread".into()) };
     }
     let mut commands = Vec::new();
@@ -262,7 +262,9 @@ fn every_client_the_issue_names_has_a_page() {
 fn the_checks_reject_a_wrong_command_line_and_broken_syntax() {
     let wrong = r#"{"agent_servers": {"tinycode": {"command": "tinycode", "args": ["serve"]}}}"#;
     assert!(check_json(wrong).unwrap_err().contains("not `tinycode acp`"));
-    assert!(check_json(r#"{"agent_servers": {"tinycode": {"command": "tinycode", "args": ["acp"],}}}"#).is_err());
+    assert!(
+        check_json(r#"{"agent_servers": {"tinycode": {"command": "tinycode", "args": ["acp"],}}}"#).is_err()
+    );
     assert!(check_lua("acp_providers = { t = { command = \"tinycode\", args = { \"acp\" } }").is_err());
     assert!(check_lua("x = { command = \"codex\", args = { \"acp\" } }").is_err());
     assert!(check_elisp("(acp-make-client :command \"tinycode\" :command-params '(\"serve\"))").is_err());

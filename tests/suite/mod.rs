@@ -1,6 +1,6 @@
 mod binary;
-mod cli;
 mod cancel;
+mod cli;
 mod compaction;
 mod editors;
 mod edits;

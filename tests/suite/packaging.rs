@@ -43,22 +43,33 @@ fn the_registry_entry_validates_against_the_registry_schema_and_matches_the_rele
     let schema = read_json(&packaging().join("registry/agent.schema.json"));
     let entry = read_json(&packaging().join("registry/agent.json"));
     let validator = jsonschema::options().should_validate_formats(true).build(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&entry).map(|e| format!("{}: {e}", e.instance_path())).collect();
+    let errors: Vec<String> =
+        validator.iter_errors(&entry).map(|e| format!("{}: {e}", e.instance_path())).collect();
     assert!(errors.is_empty(), "agent.json breaks the registry schema: {errors:#?}");
     assert_eq!((&entry["id"], &entry["version"]), (&json!("tinycode"), &json!(VERSION)));
     let binaries = entry["distribution"]["binary"].as_object().unwrap();
     assert_eq!(binaries.len(), PLATFORMS.len(), "Linux and macOS, x86_64 and aarch64; no Windows");
     for (platform, target, _) in PLATFORMS {
         let binary = &binaries[platform];
-        assert!(binary["archive"].as_str().unwrap().ends_with(&format!("/v{VERSION}/{}", archive(target))), "{binary}");
+        assert!(
+            binary["archive"].as_str().unwrap().ends_with(&format!("/v{VERSION}/{}", archive(target))),
+            "{binary}"
+        );
         assert_eq!((&binary["cmd"], &binary["args"]), (&json!("./tinycode"), &json!(["acp"])));
     }
-    assert_eq!(entry["distribution"]["npx"], json!({"package": format!("@tinycode/acp@{VERSION}"), "args": ["acp"]}));
+    assert_eq!(
+        entry["distribution"]["npx"],
+        json!({"package": format!("@tinycode/acp@{VERSION}"), "args": ["acp"]})
+    );
     let release = std::fs::read_to_string(packaging().join("release.sh")).unwrap();
-    assert!(release.contains("archive=\"tinycode-$version-$target.tar.gz\""), "release.sh names archives differently");
+    assert!(
+        release.contains("archive=\"tinycode-$version-$target.tar.gz\""),
+        "release.sh names archives differently"
+    );
     // The schema is strict: an entry with a Windows target name it does not know, or a stray field, fails.
     let mut wrong = entry.clone();
-    wrong["distribution"]["binary"]["windows-x86-64"] = json!({"archive": "https://example.com/a.zip", "cmd": "./t"});
+    wrong["distribution"]["binary"]["windows-x86-64"] =
+        json!({"archive": "https://example.com/a.zip", "cmd": "./t"});
     assert!(!validator.is_valid(&wrong));
     let mut wrong = entry;
     wrong["distribution"]["binary"]["linux-x86_64"]["checksum"] = json!("abc");
@@ -83,7 +94,10 @@ fn the_zed_extension_manifest_offers_the_same_archives_as_the_registry_entry() {
         let registry = &entry["distribution"]["binary"][platform];
         assert_eq!(target["archive"].as_str(), registry["archive"].as_str(), "{platform}");
         assert_eq!(target["cmd"].as_str(), Some("./tinycode"));
-        assert_eq!(target["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect::<Vec<_>>(), ["acp"]);
+        assert_eq!(
+            target["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect::<Vec<_>>(),
+            ["acp"]
+        );
     }
 }
 
@@ -92,7 +106,11 @@ fn the_npm_launcher_knows_exactly_the_platforms_that_are_built() {
     let launcher = read_json(&packaging().join("npm/acp/package.json"));
     assert_eq!((&launcher["name"], &launcher["version"]), (&json!("@tinycode/acp"), &json!("0.0.0")));
     assert_eq!(launcher["bin"], json!({"tinycode": "bin/tinycode.js"}));
-    assert_eq!(launcher["os"], json!(["linux", "darwin"]), "npm refuses to install it on Windows, with EBADPLATFORM");
+    assert_eq!(
+        launcher["os"],
+        json!(["linux", "darwin"]),
+        "npm refuses to install it on Windows, with EBADPLATFORM"
+    );
     let optional: Vec<&String> = launcher["optionalDependencies"].as_object().unwrap().keys().collect();
     let script = std::fs::read_to_string(packaging().join("npm/acp/bin/tinycode.js")).unwrap();
     let mut expected = Vec::new();
@@ -149,7 +167,8 @@ async fn the_packed_npm_launcher_runs_tinycode_acp_through_npx_from_the_local_ta
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (dist, project, cache) = (dir.path().join("dist"), dir.path().join("project"), dir.path().join("cache"));
+    let (dist, project, cache) =
+        (dir.path().join("dist"), dir.path().join("project"), dir.path().join("cache"));
     std::fs::create_dir_all(&project).unwrap();
     // A stripped copy of this build packs faster; the unstripped one works the same.
     let binary = dir.path().join("tinycode");
@@ -157,7 +176,12 @@ async fn the_packed_npm_launcher_runs_tinycode_acp_through_npx_from_the_local_ta
     let _ = std::process::Command::new("strip").arg(&binary).status();
     let stage = packaging().join("npm/stage.sh");
     let packed = run(
-        std::process::Command::new(&stage).args([VERSION, dist.to_str().unwrap(), binary.to_str().unwrap(), host_target()]),
+        std::process::Command::new(&stage).args([
+            VERSION,
+            dist.to_str().unwrap(),
+            binary.to_str().unwrap(),
+            host_target(),
+        ]),
         "stage.sh",
     );
     let (os, cpu) = match host_target() {
@@ -177,11 +201,18 @@ async fn the_packed_npm_launcher_runs_tinycode_acp_through_npx_from_the_local_ta
     });
     std::fs::write(project.join("package.json"), manifest.to_string()).unwrap();
     run(&mut npm(&project, &cache, &["npm", "install", "--offline"]), "npm install --offline");
-    let version = run(&mut npm(&project, &cache, &["npx", "--offline", "--no", "--", "tinycode", "--version"]), "npx tinycode --version");
+    let version = run(
+        &mut npm(&project, &cache, &["npx", "--offline", "--no", "--", "tinycode", "--version"]),
+        "npx tinycode --version",
+    );
     assert_eq!(version, format!("tinycode {VERSION}\n"));
     // A whole session through the launcher, every frame checked against the ACP schema.
     let model = FakeModel::start(vec![answer(&["Hello from ", "npx"])]).await;
-    let mut command = tokio::process::Command::from(npm(&project, &cache, &["npx", "--offline", "--no", "--", "tinycode", "acp"]));
+    let mut command = tokio::process::Command::from(npm(
+        &project,
+        &cache,
+        &["npx", "--offline", "--no", "--", "tinycode", "acp"],
+    ));
     command
         .env("HOME", dir.path())
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
@@ -225,7 +256,10 @@ async fn the_packed_npm_launcher_runs_tinycode_acp_through_npx_from_the_local_ta
         .unwrap();
     assert_eq!(stop, acp::StopReason::EndTurn);
     assert_eq!(*texts.lock().unwrap(), "Hello from npx");
-    let status = tokio::time::timeout(PATIENCE, child.wait()).await.expect("npx tinycode did not exit on EOF").unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait())
+        .await
+        .expect("npx tinycode did not exit on EOF")
+        .unwrap();
     assert!(status.success(), "{status:?}");
     frames.assert_valid();
     model.assert_done();

@@ -58,12 +58,18 @@ fn valid_frames_in_both_directions_pass_with_anything_under_meta() {
         ),
         (From::Client, json!({"jsonrpc": "2.0", "id": "r1", "result": {"content": "x"}})),
         (From::Client, json!({"jsonrpc": "2.0", "id": 5, "method": "session/cancel_nope", "params": {}})),
-        (From::Agent, json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32601, "message": "Method not found"}})),
+        (
+            From::Agent,
+            json!({"jsonrpc": "2.0", "id": 5, "error": {"code": -32601, "message": "Method not found"}}),
+        ),
     ];
-    assert_eq!(problems(&frames), vec![format!(
-        "Client sent {}\n  session/cancel_nope is not a agent method of the schema",
-        frames[5].1
-    )]);
+    assert_eq!(
+        problems(&frames),
+        vec![format!(
+            "Client sent {}\n  session/cancel_nope is not a agent method of the schema",
+            frames[5].1
+        )]
+    );
 }
 
 #[test]
@@ -71,10 +77,19 @@ fn an_unknown_field_outside_meta_is_a_violation_at_any_depth() {
     let extra_top = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "colour": "red"}});
     let extra_deep = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi", "bold": true}}}});
     let extra_envelope = json!({"jsonrpc": "2.0", "method": "session/update", "trace": 1, "params": {"sessionId": "s", "update": {"sessionUpdate": "usage_update", "used": 1, "size": 2}}});
-    let found = problems(&[initialize(), (From::Agent, extra_top), (From::Agent, extra_deep), (From::Agent, extra_envelope)]);
+    let found = problems(&[
+        initialize(),
+        (From::Agent, extra_top),
+        (From::Agent, extra_deep),
+        (From::Agent, extra_envelope),
+    ]);
     assert_eq!(found.len(), 3, "{found:#?}");
     assert!(found[0].ends_with("result/colour: a field the schema does not know"), "{}", found[0]);
-    assert!(found[1].ends_with("params/update/content/bold: a field the schema does not know"), "{}", found[1]);
+    assert!(
+        found[1].ends_with("params/update/content/bold: a field the schema does not know"),
+        "{}",
+        found[1]
+    );
     assert!(found[2].ends_with("/trace: a field the schema does not know"), "{}", found[2]);
 }
 
@@ -88,22 +103,43 @@ fn a_wrong_type_or_a_missing_field_is_a_violation() {
 
 #[test]
 fn extension_methods_must_be_documented_in_the_protocol_readme() {
-    let found = problems(&[(From::Client, json!({"jsonrpc": "2.0", "id": 1, "method": "_nobody/documents_this", "params": {}}))]);
+    let found = problems(&[(
+        From::Client,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "_nobody/documents_this", "params": {}}),
+    )]);
     assert_eq!(found.len(), 1);
-    assert!(found[0].ends_with("extension method _nobody/documents_this is not documented in protocol/README.md"));
+    assert!(
+        found[0].ends_with("extension method _nobody/documents_this is not documented in protocol/README.md")
+    );
 }
 
 #[test]
 fn the_schema_knows_every_method_tinycode_answers() {
     for method in [
-        "initialize", "session/new", "session/load", "session/resume", "session/list", "session/close",
-        "session/delete", "session/set_config_option", "session/set_mode", "session/prompt", "session/cancel",
+        "initialize",
+        "session/new",
+        "session/load",
+        "session/resume",
+        "session/list",
+        "session/close",
+        "session/delete",
+        "session/set_config_option",
+        "session/set_mode",
+        "session/prompt",
+        "session/cancel",
     ] {
         let frame = json!({"jsonrpc": "2.0", "method": method});
         let found = problems(&[(From::Client, frame)]);
         assert!(found.iter().all(|p| !p.contains("is not a agent method")), "{method}: {found:?}");
     }
-    assert!(SCHEMA.check("#/$defs/Error", &json!({"code": -32002, "message": "Session not found", "data": {"sessionId": "s"}})).is_empty());
+    assert!(
+        SCHEMA
+            .check(
+                "#/$defs/Error",
+                &json!({"code": -32002, "message": "Session not found", "data": {"sessionId": "s"}})
+            )
+            .is_empty()
+    );
 }
 
 #[tokio::test]

@@ -3,6 +3,6 @@
 pub mod client;
 pub mod fake_model;
 pub mod schema;
-pub mod syntax;
 pub mod snapshot;
+pub mod syntax;
 pub mod tools;

@@ -55,7 +55,8 @@ pub fn generate() -> Value {
     settings.untagged_enum_variant_titles = true;
     let mut bools = ReplaceBoolSchemas::default();
     bools.skip_additional_properties = true;
-    let generator = settings.with_transform(RemoveRefSiblings::default()).with_transform(bools).into_generator();
+    let generator =
+        settings.with_transform(RemoveRefSiblings::default()).with_transform(bools).into_generator();
     serde_json::to_value(generator.into_root_schema_for::<Frame>()).unwrap()
 }
 
@@ -118,13 +119,16 @@ fn escape_pointer(name: &str) -> String {
 impl Schema {
     fn load() -> Schema {
         let path = schema_file();
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 cargo test --test all schema writes it)", path.display()));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{}: {e} (UPDATE_SNAPSHOTS=1 cargo test --test all schema writes it)", path.display())
+        });
         let root: Value = serde_json::from_str(&text).unwrap();
         let validators = jsonschema::options().build_map(&root).unwrap();
         let (mut params, mut results) = (HashMap::new(), HashMap::new());
         for (name, def) in root["$defs"].as_object().unwrap() {
-            let (Some(side), Some(method)) = (def["x-side"].as_str(), def["x-method"].as_str()) else { continue };
+            let (Some(side), Some(method)) = (def["x-side"].as_str(), def["x-method"].as_str()) else {
+                continue;
+            };
             let table = if name.ends_with("Response") { &mut results } else { &mut params };
             let pointer = format!("#/$defs/{}", escape_pointer(name));
             let previous = table.insert((side.to_string(), method.to_string()), pointer);
@@ -136,7 +140,9 @@ impl Schema {
     }
 
     fn node(&self, pointer: &str) -> &Value {
-        self.root.pointer(pointer.trim_start_matches('#')).unwrap_or_else(|| panic!("no {pointer} in the schema"))
+        self.root
+            .pointer(pointer.trim_start_matches('#'))
+            .unwrap_or_else(|| panic!("no {pointer} in the schema"))
     }
 
     fn valid(&self, pointer: &str, value: &Value) -> bool {
@@ -188,7 +194,10 @@ impl Schema {
         let Some(object) = node.as_object() else { return (None, Vec::new()) };
         let mut known = Some(BTreeSet::new());
         let mut errors = Vec::new();
-        let merge = |more: Option<BTreeSet<String>>, known: &mut Option<BTreeSet<String>>| match (known.as_mut(), more) {
+        let merge = |more: Option<BTreeSet<String>>, known: &mut Option<BTreeSet<String>>| match (
+            known.as_mut(),
+            more,
+        ) {
             (Some(k), Some(m)) => k.extend(m),
             _ => *known = None,
         };
@@ -231,13 +240,23 @@ impl Schema {
             let open = match object.get("additionalProperties") {
                 Some(Value::Bool(false)) => false,
                 Some(_) => true,
-                None => !object.contains_key("properties") && object.get("type").is_none_or(|t| t == "object") && !object.keys().any(|k| ["$ref", "allOf", "anyOf", "oneOf", "const", "enum"].contains(&k.as_str())),
+                None => {
+                    !object.contains_key("properties")
+                        && object.get("type").is_none_or(|t| t == "object")
+                        && !object.keys().any(|k| {
+                            ["$ref", "allOf", "anyOf", "oneOf", "const", "enum"].contains(&k.as_str())
+                        })
+                }
             };
             let properties = object.get("properties").and_then(Value::as_object);
             for (key, field) in fields {
                 let at = format!("{at}/{key}");
                 if properties.is_some_and(|p| p.contains_key(key)) {
-                    errors.extend(self.strict(&format!("{pointer}/properties/{}", escape_pointer(key)), field, &at));
+                    errors.extend(self.strict(
+                        &format!("{pointer}/properties/{}", escape_pointer(key)),
+                        field,
+                        &at,
+                    ));
                 } else if key != "_meta"
                     && let Some(Value::Object(_)) = object.get("additionalProperties")
                 {
@@ -281,7 +300,8 @@ impl Schema {
         match (method, id) {
             (Some(method), id) if method.starts_with('_') => {
                 if !self.extensions.contains(&format!("`{method}`")) {
-                    problems.push(format!("extension method {method} is not documented in protocol/README.md"));
+                    problems
+                        .push(format!("extension method {method} is not documented in protocol/README.md"));
                 }
                 if let Some(id) = id {
                     pending.insert((from, id), method.to_string());
@@ -293,7 +313,9 @@ impl Schema {
                     None => problems.push(format!("{method} is not a {side} method of the schema")),
                     Some(params) => {
                         let params_value = frame.get("params").unwrap_or(&Value::Null);
-                        problems.extend(self.check(params, params_value).into_iter().map(|p| format!("params{p}")));
+                        problems.extend(
+                            self.check(params, params_value).into_iter().map(|p| format!("params{p}")),
+                        );
                     }
                 }
                 if let Some(id) = id {
@@ -304,14 +326,16 @@ impl Schema {
                 // A response: to a request the other side sent (unless that one was sent unchecked on purpose).
                 let Some(method) = pending.remove(&(from.other(), id)) else { return problems };
                 if let Some(error) = frame.get("error") {
-                    problems.extend(self.check("#/$defs/Error", error).into_iter().map(|p| format!("error{p}")));
+                    problems
+                        .extend(self.check("#/$defs/Error", error).into_iter().map(|p| format!("error{p}")));
                 } else if !method.starts_with('_') {
                     let key = (from.other().handler().to_string(), method.clone());
                     match self.results.get(&key) {
                         None => problems.push(format!("no result type for {method}")),
                         Some(result) => {
                             let value = frame.get("result").unwrap_or(&Value::Null);
-                            problems.extend(self.check(result, value).into_iter().map(|p| format!("result{p}")));
+                            problems
+                                .extend(self.check(result, value).into_iter().map(|p| format!("result{p}")));
                         }
                     }
                 }
@@ -344,7 +368,10 @@ impl Tap {
             Ok(frame) => SCHEMA.frame(from, &frame, &mut self.pending.lock().unwrap()),
         };
         if !problems.is_empty() {
-            self.violations.lock().unwrap().push(format!("{from:?} sent {line}\n  {}", problems.join("\n  ")));
+            self.violations
+                .lock()
+                .unwrap()
+                .push(format!("{from:?} sent {line}\n  {}", problems.join("\n  ")));
         }
     }
 

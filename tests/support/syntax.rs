@@ -22,7 +22,13 @@ fn balanced(
         } else if let Some(&(open, close)) = pairs.iter().find(|(_, close)| *close == c) {
             match stack.pop() {
                 Some((o, _)) if o == open => {}
-                Some((o, at)) => return Err(format!("`{close}` at {} closes `{o}` from {}", line(&chars, i), line(&chars, at))),
+                Some((o, at)) => {
+                    return Err(format!(
+                        "`{close}` at {} closes `{o}` from {}",
+                        line(&chars, i),
+                        line(&chars, at)
+                    ));
+                }
                 None => return Err(format!("`{close}` at {} closes nothing", line(&chars, i))),
             }
         }
@@ -45,7 +51,9 @@ fn quoted(chars: &[char], start: usize, newline_ends: bool) -> Result<usize, Str
     while i < chars.len() {
         match chars[i] {
             '\\' => i += 2,
-            '\n' if newline_ends => return Err(format!("string at {} runs past its line", line(chars, start))),
+            '\n' if newline_ends => {
+                return Err(format!("string at {} runs past its line", line(chars, start)));
+            }
             c if c == quote => return Ok(i + 1),
             _ => i += 1,
         }

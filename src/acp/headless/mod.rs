@@ -65,11 +65,17 @@ fn permission_reply(
 type Connection = agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>;
 
 /// Start or resume the session and apply the options; the session id.
-async fn open_session(cx: &Connection, options: &Options, output: &Output) -> Result<acp::SessionId, Failure> {
+async fn open_session(
+    cx: &Connection,
+    options: &Options,
+    output: &Output,
+) -> Result<acp::SessionId, Failure> {
     let session = match &options.resume {
         Some(id) => {
             let id = acp::SessionId::new(id.as_str());
-            cx.send_request(acp::ResumeSessionRequest::new(id.clone(), options.cwd.clone())).block_task().await?;
+            cx.send_request(acp::ResumeSessionRequest::new(id.clone(), options.cwd.clone()))
+                .block_task()
+                .await?;
             id
         }
         None => {

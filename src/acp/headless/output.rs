@@ -112,8 +112,8 @@ impl Output {
         let chunk = text(&content["text"]);
         let separator = {
             let mut state = self.state();
-            let new_block =
-                state.wrote && (state.tool_since_text || message.is_some() && state.last_message.as_deref() != message);
+            let new_block = state.wrote
+                && (state.tool_since_text || message.is_some() && state.last_message.as_deref() != message);
             let separator = match (new_block, state.open_line) {
                 (false, _) => "",
                 (true, true) => "\n\n",
@@ -181,7 +181,8 @@ impl Output {
             .filter(|c| c["type"] == "diff")
             .map(|c| json!({"path": c["path"], "oldText": c.get("oldText").cloned().unwrap_or(Value::Null), "newText": c["newText"]}))
             .collect();
-        let mut event = json!({"type": "tool_result", "id": id, "title": title, "status": status, "output": output});
+        let mut event =
+            json!({"type": "tool_result", "id": id, "title": title, "status": status, "output": output});
         if !diffs.is_empty() {
             event["diffs"] = Value::Array(diffs);
         }
@@ -282,7 +283,10 @@ mod tests {
         output.permission("c2", "rm -rf build", false);
         output.stop("end_turn", 0);
         assert_eq!(out.text(), "Let me look.\n\nDone.\n\nAlso this.\n");
-        assert_eq!(err.text(), "• Edit a.txt\n✓ Edit a.txt\n? rm -rf build: rejected (pass --yes to allow)\n");
+        assert_eq!(
+            err.text(),
+            "• Edit a.txt\n✓ Edit a.txt\n? rm -rf build: rejected (pass --yes to allow)\n"
+        );
     }
 
     #[test]
@@ -337,6 +341,9 @@ mod tests {
         let (output, out, _) = output(true);
         output.update(&json!({"sessionUpdate": "tool_call_update", "toolCallId": "x", "status": "failed", "content": [{"type": "content", "content": {"type": "text", "text": "boom"}}]}));
         let event: Value = serde_json::from_str(out.text().trim()).unwrap();
-        assert_eq!(event, json!({"type": "tool_result", "id": "x", "title": "", "status": "failed", "output": "boom", "rawOutput": null}));
+        assert_eq!(
+            event,
+            json!({"type": "tool_result", "id": "x", "title": "", "status": "failed", "output": "boom", "rawOutput": null})
+        );
     }
 }

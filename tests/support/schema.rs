@@ -263,9 +263,8 @@ impl Schema {
                     errors.extend(self.strict(&format!("{pointer}/additionalProperties"), field, &at));
                 }
             }
-            match (known.as_mut(), properties) {
-                (Some(k), Some(p)) => k.extend(p.keys().cloned()),
-                _ => {}
+            if let (Some(k), Some(p)) = (known.as_mut(), properties) {
+                k.extend(p.keys().cloned());
             }
             if open {
                 known = None;

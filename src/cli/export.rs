@@ -190,7 +190,7 @@ pub fn markdown(session: &SessionRow, entries: &[Entry]) -> String {
     for entry in entries {
         let who = if matches!(entry, Entry::User(_)) { "You" } else { "tinycode" };
         if who != speaker && !matches!(entry, Entry::Summary(_)) {
-            out.push_str(&format!("\n## {who}\n\n"));
+            out = format!("{}\n\n## {who}\n\n", out.trim_end());
             speaker = who;
         }
         match entry {

@@ -283,16 +283,16 @@ mod tests {
 
     #[test]
     fn completion_scripts_name_the_subcommands_and_flags_for_each_shell() {
-        for (shell, marker) in [
-            (clap_complete::Shell::Bash, "complete -F _tinycode"),
-            (clap_complete::Shell::Zsh, "#compdef tinycode"),
-            (clap_complete::Shell::Fish, "complete -c tinycode"),
+        for (shell, marker, flag) in [
+            (clap_complete::Shell::Bash, "complete -F _tinycode", "--"),
+            (clap_complete::Shell::Zsh, "#compdef tinycode", "--"),
+            (clap_complete::Shell::Fish, "complete -c tinycode", "-l "),
         ] {
             let mut out = Vec::new();
             completions(shell, &mut out);
             let text = String::from_utf8(out).unwrap();
             assert!(text.contains(marker), "{shell}: {text}");
-            for word in ["sessions", "export", "--continue", "--json"] {
+            for word in ["sessions", "export", &format!("{flag}continue"), &format!("{flag}json")] {
                 assert!(text.contains(word), "{shell} lacks {word}");
             }
         }

@@ -4,8 +4,8 @@
 //!
 //! To add a subcommand: one variant in `cli::Command`, one arm in `dispatch`, one function here.
 
-use std::io::{IsTerminal, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -108,90 +108,15 @@ async fn serve_stdio() -> Exit {
     }
 }
 
-/// The prompt from its words: `-` stands for stdin; no words read stdin when it is not a terminal.
-fn prompt_text(words: &[String]) -> Result<String, String> {
-    let stdin_wanted = words.iter().any(|w| w == "-") || words.is_empty();
-    let piped = if stdin_wanted {
-        if std::io::stdin().is_terminal() {
-            if words.is_empty() {
-                return Err("run needs a prompt: words, or `-` to read it from stdin".into());
-            }
-            return Err("`-` reads the prompt from stdin, but stdin is a terminal".into());
-        }
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
-        text
-    } else {
-        String::new()
-    };
-    let prompt = if words.is_empty() {
-        piped.trim_end().to_string()
-    } else {
-        let parts: Vec<&str> =
-            words.iter().map(|w| if w == "-" { piped.trim_end() } else { w.as_str() }).collect();
-        parts.join(" ")
-    };
-    if prompt.trim().is_empty() {
-        return Err("the prompt is empty".into());
-    }
-    Ok(prompt)
-}
-
-fn absolute_dir(dir: Option<PathBuf>) -> Result<PathBuf, String> {
-    let dir = dir.map(Ok).unwrap_or_else(std::env::current_dir).map_err(|e| e.to_string())?;
-    std::fs::canonicalize(&dir).map_err(|e| format!("cannot use the directory {}: {e}", dir.display()))
-}
-
-/// Which stored session `--session`/`--continue` mean, and the directory it belongs to.
-async fn stored_session(
-    args: &cli::RunArgs,
-    cwd: Option<PathBuf>,
-) -> Result<(Option<String>, PathBuf), (Exit, String)> {
-    let usage = |e: String| (Exit::Usage, e);
-    if args.session.is_none() && !args.continue_last {
-        return Ok((None, absolute_dir(cwd).map_err(usage)?));
-    }
-    let database = tinycode::store::database_path(&Sources::from_process().data_dir());
-    let store = cli::sessions::open_existing(&database).map_err(|e| (Exit::Failed, e.to_string()))?;
-    let failed = |e: tinycode::store::StoreError| (Exit::Failed, e.to_string());
-    if let Some(id) = &args.session {
-        let row = match &store {
-            Some(store) => store.session(id).await.map_err(failed)?,
-            None => None,
-        };
-        let Some(row) = row else {
-            return Err((
-                Exit::Failed,
-                format!("no stored session {id} (`tinycode sessions --all` lists them)"),
-            ));
-        };
-        let cwd = match cwd {
-            Some(dir) => absolute_dir(Some(dir)).map_err(usage)?,
-            None => PathBuf::from(row.cwd),
-        };
-        return Ok((Some(row.id), cwd));
-    }
-    let cwd = absolute_dir(cwd).map_err(usage)?;
-    let newest = match &store {
-        Some(store) => cli::sessions::newest(store, Some(&cwd), 1).await.map_err(failed)?,
-        None => Vec::new(),
-    };
-    match newest.into_iter().next() {
-        Some(row) => Ok((Some(row.id), cwd)),
-        None => Err((Exit::Failed, format!("no stored session in {} to continue", cwd.display()))),
-    }
-}
-
 async fn run(args: cli::RunArgs) -> Exit {
     // Headless output is for people (or scripts with --json): errors are printed by the run itself.
     init_logging("off");
-    let (resume, cwd) = match stored_session(&args, args.cwd.clone()).await {
+    let sources = Sources::from_process();
+    let (resume, cwd) = match cli::run::stored_session(&sources, &args).await {
         Ok(found) => found,
         Err((exit, message)) => return fail(exit, &message),
     };
-    let prompt = match prompt_text(&args.prompt) {
+    let prompt = match cli::run::prompt_text(&args.prompt) {
         Ok(prompt) => prompt,
         Err(message) => return fail(Exit::Usage, &message),
     };
@@ -204,7 +129,7 @@ async fn run(args: cli::RunArgs) -> Exit {
         mode: args.mode,
         resume,
     };
-    acp::headless::run(Sources::from_process(), options).await
+    acp::headless::run(sources, options).await
 }
 
 async fn open_store(data_dir: &Path) -> Result<Option<tinycode::store::Store>, Exit> {
@@ -216,7 +141,7 @@ async fn sessions(args: cli::SessionsArgs) -> Exit {
     let cwd = if args.all {
         None
     } else {
-        match absolute_dir(args.cwd) {
+        match cli::run::absolute_dir(args.cwd) {
             Ok(cwd) => Some(cwd),
             Err(message) => return fail(Exit::Usage, &message),
         }

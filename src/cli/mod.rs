@@ -5,6 +5,7 @@
 //! Owns argument names, help texts and exit codes. Must not speak ACP or run a turn.
 
 pub mod export;
+pub mod run;
 pub mod sessions;
 
 use std::path::PathBuf;

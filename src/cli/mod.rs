@@ -50,7 +50,7 @@ const MAIN_HELP: &str = concat!(
     "
 
 Environment:
-  TINYCODE_BASE_URL   Chat Completions base URL (else OPENAI_BASE_URL, else https://api.openai.com/v1)
+  TINYCODE_BASE_URL   the model server's API URL (else OPENAI_BASE_URL, else OpenAI's)
   TINYCODE_API_KEY    bearer key (else OPENAI_API_KEY); local servers usually need none
   TINYCODE_MODEL      model name sent to the provider
   TINYCODE_DATA_DIR   where sessions are stored (default ~/.local/share/tinycode)

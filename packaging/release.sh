@@ -58,6 +58,11 @@ why_not() {
 
 built=()
 skipped=()
+
+# Where cargo puts the binary for `$1`: the host's is the ordinary release build, so an existing one is reused.
+binary_of() {
+  if [ "$1" = "$host" ]; then echo "$target_dir/release/tinycode"; else echo "$target_dir/$1/release/tinycode"; fi
+}
 for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
   reason="$(why_not "$target")"
   if [ -n "$reason" ]; then
@@ -66,9 +71,13 @@ for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-da
   fi
   why_not "$target" >/dev/null # export the linker in this shell too
   echo "== building $target"
-  cargo build --release --locked --target "$target"
+  if [ "$target" = "$host" ]; then
+    cargo build --release --locked
+  else
+    cargo build --release --locked --target "$target"
+  fi
   archive="tinycode-$version-$target.tar.gz"
-  tar -C "$target_dir/$target/release" -czf "$out/$archive" tinycode
+  tar -C "$(dirname "$(binary_of "$target")")" -czf "$out/$archive" tinycode
   (cd "$out" && sha256sum "$archive" >> SHA256SUMS 2>/dev/null || shasum -a 256 "$archive" >> SHA256SUMS)
   built+=("$target")
 done
@@ -90,7 +99,7 @@ done
 if command -v npm >/dev/null; then
   pairs=()
   for target in "${built[@]}"; do
-    pairs+=("$target_dir/$target/release/tinycode" "$target")
+    pairs+=("$(binary_of "$target")" "$target")
   done
   rm -rf "$out/npm"
   packaging/npm/stage.sh "$version" "$out/npm" "${pairs[@]}" >/dev/null
@@ -100,9 +109,9 @@ fi
 
 echo "== tinycode $version"
 for target in "${built[@]}"; do
-  echo "built    $target ($(wc -c < "$target_dir/$target/release/tinycode") bytes)"
+  echo "built    $target ($(wc -c < "$(binary_of "$target")") bytes)"
 done
-for line in "${skipped[@]}"; do
+for line in ${skipped[@]+"${skipped[@]}"}; do
   echo "skipped  $line"
 done
 (cd "$out" && ls -1 tinycode-*.tar.gz SHA256SUMS agent.json extension.toml npm/*.tgz 2>/dev/null | sed 's/^/wrote    /')

@@ -14,6 +14,7 @@
 //! | module       | owns |
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
@@ -32,7 +33,8 @@
 //! # Dependency rule
 //!
 //! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
-//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
+//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. `cli` sits beside `acp` at
+//! the top: it may read `agent` (the journal's replay, for exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
 //!
@@ -44,10 +46,17 @@
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
 //! `permission`.
 
+// Supported platforms: Linux and macOS. Process groups, signals and the shell tools are Unix-only for now.
+#[cfg(not(unix))]
+compile_error!(
+    "tinycode supports Linux and macOS; Windows is not supported yet (see Platforms in the README). Use WSL, or the Linux binary."
+);
+
 pub mod acp;
 pub mod agent;
 pub mod builtin;
 pub mod bus;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;

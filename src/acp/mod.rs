@@ -14,6 +14,13 @@ pub mod render;
 pub mod stdio;
 pub mod trust;
 
+/// The frame checker of the integration tests (the official ACP schema of the pinned crate), shared with the unit
+/// tests here that build wire values.
+#[cfg(test)]
+#[path = "../../tests/support/schema.rs"]
+#[allow(dead_code)]
+pub(crate) mod schema_check;
+
 use std::sync::{Arc, RwLock};
 
 use agent_client_protocol::v1::Responder;

@@ -99,7 +99,7 @@ impl Manager {
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
     pub fn database_path(&self) -> std::path::PathBuf {
-        self.sources.data_dir().join("tinycode.db")
+        crate::store::database_path(&self.sources.data_dir())
     }
 
     /// The store, opened on first use (on a blocking thread).

@@ -134,6 +134,8 @@ pub struct TestClient {
     pub log: Arc<Log>,
     changed: watch::Receiver<u64>,
     stop: Option<oneshot::Sender<()>>,
+    /// Every frame in both directions, checked against the ACP schema.
+    pub frames: Arc<super::schema::Tap>,
     /// The in-process agent's serve loop (`None` when the agent is a child process).
     agent: Option<tokio::task::JoinHandle<Result<(), Error>>>,
 }
@@ -165,6 +167,8 @@ impl TestClient {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
     {
+        let frames = Arc::new(super::schema::Tap::default());
+        let (client_write, client_read) = super::schema::tap(client_write, client_read, frames.clone());
         let log = Arc::new(Log::default());
         let (changed_tx, changed) = watch::channel(0u64);
         let changed_tx = Arc::new(changed_tx);
@@ -363,7 +367,7 @@ impl TestClient {
             }
         });
         let cx = cx_rx.await.unwrap();
-        TestClient { cx, log, changed, stop: Some(stop), agent }
+        TestClient { cx, log, changed, stop: Some(stop), frames, agent }
     }
 
     pub async fn initialize(&self, capabilities: acp::ClientCapabilities) -> acp::InitializeResponse {
@@ -470,6 +474,7 @@ impl TestClient {
 
     /// Close the connection (stdin EOF for the agent) and return how the agent's serve loop ended.
     pub async fn close(mut self) -> Result<(), Error> {
+        self.frames.assert_valid();
         drop(self.stop.take());
         let Some(agent) = self.agent.as_mut() else { return Ok(()) };
         tokio::time::timeout(PATIENCE, agent).await.expect("agent did not stop after EOF").unwrap()
@@ -483,6 +488,15 @@ impl TestClient {
         tokio::time::timeout(PATIENCE, self.cx.send_request(request).block_task())
             .await
             .unwrap_or_else(|_| panic!("no answer; updates: {:#?}", self.updates_json()))
+    }
+}
+
+impl Drop for TestClient {
+    /// Every frame the test saw must have followed the schema.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.frames.assert_valid();
+        }
     }
 }
 

@@ -6,8 +6,10 @@
 
 pub mod client;
 pub mod convert;
+pub mod frames;
 pub mod handlers;
 pub mod headless;
+pub mod lines;
 pub mod prompt;
 pub mod question;
 pub mod render;

@@ -11,6 +11,7 @@
 //! `permission::Service`.
 
 pub mod args;
+pub mod boundary;
 pub mod error;
 pub mod input;
 pub mod invalid;

@@ -10,6 +10,7 @@ pub mod frames;
 pub mod handlers;
 pub mod headless;
 pub mod lines;
+pub mod params;
 pub mod prompt;
 pub mod question;
 pub mod render;
@@ -108,7 +109,7 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
             )
         }};
     }
-    let builder = Agent.v1().name("tinycode");
+    let builder = Agent.v1().name("tinycode").with_handler(params::ParamsCheck);
     let builder =
         request!(builder, acp::InitializeRequest, |s, r, responder, _cx| initialize(&s, r, responder));
     let builder = request!(builder, acp::NewSessionRequest, |s, r, responder, cx| handlers::new_session(

@@ -147,7 +147,7 @@ impl TestClient {
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
         let agent = tokio::spawn(tinycode::acp::serve_with(
-            ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+            tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat()),
             manager,
         ));
         Self::over(client_write, client_read, Some(agent)).await
@@ -172,6 +172,7 @@ impl TestClient {
         let (log5, log6, log7, log8, log9) =
             (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2, tx3) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
+        let (tx5, tx7, tx8, tx9) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
         let log10 = log.clone();
         tokio::spawn(async move {
             let result = Client
@@ -260,6 +261,7 @@ impl TestClient {
                             .unwrap()
                             .push(format!("{label} limit={:?}", request.output_byte_limit));
                         let id = run_terminal(log5.clone(), request).await;
+                        bump(&tx5);
                         responder.respond(acp::CreateTerminalResponse::new(id))
                     },
                     agent_client_protocol::on_receive_request!(),
@@ -281,6 +283,7 @@ impl TestClient {
                     async move |request: acp::WaitForTerminalExitRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log7.terminal_calls.lock().unwrap().push(format!("wait {id}"));
+                        bump(&tx7);
                         let mut exit = log7.terminals.lock().unwrap()[&id].exit.subscribe();
                         // Answer from a task: the client's dispatch loop must stay free meanwhile.
                         tokio::spawn(async move {
@@ -302,6 +305,7 @@ impl TestClient {
                     async move |request: acp::KillTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log8.terminal_calls.lock().unwrap().push(format!("kill {id}"));
+                        bump(&tx8);
                         let pid = log8.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::KillTerminalResponse::new())
@@ -312,6 +316,7 @@ impl TestClient {
                     async move |request: acp::ReleaseTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log9.terminal_calls.lock().unwrap().push(format!("release {id}"));
+                        bump(&tx9);
                         let pid = log9.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::ReleaseTerminalResponse::new())

@@ -10,5 +10,6 @@ mod questions;
 mod sessions;
 mod settings;
 mod shell;
+mod trap_workspace;
 mod turn;
 mod wire;

@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use agent_client_protocol::{Channel, ConnectTo, Error, Role, TransportFrame};
-use futures::channel::mpsc::{self, UnboundedSender};
+use futures::channel::mpsc::UnboundedSender;
 use futures::future::{AbortHandle, Abortable, Either};
 use futures::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use futures::{FutureExt, Stream, StreamExt};
@@ -95,11 +95,12 @@ where
     async fn connect_to(self, peer: impl ConnectTo<Ro::Counterpart>) -> Result<(), Error> {
         let (ours, theirs) = Channel::duplex();
         let (from_peer, to_peer) = ours.into_parts();
-        let (replies, replied) = mpsc::unbounded();
+        // Answers to unreadable lines join the peer's own frames in one queue, so they go out in order.
+        let replies = theirs.tx.clone();
         let (stop_reading, registration) = AbortHandle::new_pair();
         let reading = Abortable::new(read_frames(self.incoming, to_peer, replies), registration)
             .map(|read| read.unwrap_or(Ok(())));
-        let writing = write_frames(futures::stream::select(from_peer, replied), self.outgoing);
+        let writing = write_frames(from_peer, self.outgoing);
         let io = Box::pin(futures::future::try_join(reading, writing));
         let peer = Box::pin(ConnectTo::<Ro>::connect_to(theirs, peer));
         match futures::future::select(peer, io).await {

@@ -6,38 +6,22 @@ use std::path::PathBuf;
 use agent_client_protocol::Error;
 use serde_json::{Value, json};
 use tinycode::session::Manager;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use super::client::{PATIENCE, sources};
 use super::fake_model::{FakeModel, Reply};
 
-pub struct RawAgent {
-    /// Keeps the temporary directories alive.
-    _root: tempfile::TempDir,
-    pub cwd: PathBuf,
-    pub model: FakeModel,
-    write: WriteHalf<DuplexStream>,
-    lines: tokio::io::Lines<BufReader<ReadHalf<DuplexStream>>>,
-    agent: tokio::task::JoinHandle<Result<(), Error>>,
+/// JSON-RPC lines over any pair of byte streams (an in-process agent's pipes, a child's stdin and stdout).
+pub struct Raw {
+    write: Box<dyn AsyncWrite + Unpin + Send>,
+    lines: tokio::io::Lines<BufReader<Box<dyn AsyncRead + Unpin + Send>>>,
 }
 
-impl RawAgent {
-    pub async fn start(script: Vec<Reply>) -> RawAgent {
-        let root = tempfile::tempdir().unwrap();
-        let cwd = root.path().join("work");
-        let config_home = root.path().join("config");
-        std::fs::create_dir_all(&cwd).unwrap();
-        std::fs::create_dir_all(config_home.join("tinycode")).unwrap();
-        std::fs::write(config_home.join("tinycode/config.toml"), "[retry]\nmax_retries = 0\n").unwrap();
-        let model = FakeModel::start(script).await;
-        let manager = Manager::new(sources(&model.base_url, &root.path().join("data"), &config_home));
-        let (agent_io, client_io) = tokio::io::duplex(1 << 20);
-        let (agent_read, agent_write) = tokio::io::split(agent_io);
-        let (client_read, write) = tokio::io::split(client_io);
-        let transport = tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat());
-        let agent = tokio::spawn(tinycode::acp::serve_with(transport, manager));
-        RawAgent { _root: root, cwd, model, write, lines: BufReader::new(client_read).lines(), agent }
+impl Raw {
+    pub fn over(write: impl AsyncWrite + Unpin + Send + 'static, read: impl AsyncRead + Unpin + Send + 'static) -> Raw {
+        let read: Box<dyn AsyncRead + Unpin + Send> = Box::new(read);
+        Raw { write: Box::new(write), lines: BufReader::new(read).lines() }
     }
 
     /// Send `bytes` and a newline.
@@ -58,8 +42,7 @@ impl RawAgent {
             .expect("the agent did not answer")
             .unwrap()
             .expect("the agent closed its output");
-        let frame: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let frame: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         assert_eq!(frame["jsonrpc"], "2.0", "{line}");
         frame
     }
@@ -82,10 +65,57 @@ impl RawAgent {
         answer
     }
 
+    /// Close the agent's stdin.
+    pub async fn shutdown(&mut self) {
+        self.write.shutdown().await.unwrap();
+    }
+}
+
+/// An in-process agent (the real transport and session manager) spoken to in raw lines.
+pub struct RawAgent {
+    /// Keeps the temporary directories alive.
+    _root: tempfile::TempDir,
+    pub cwd: PathBuf,
+    pub model: FakeModel,
+    raw: Raw,
+    agent: tokio::task::JoinHandle<Result<(), Error>>,
+}
+
+impl std::ops::Deref for RawAgent {
+    type Target = Raw;
+    fn deref(&self) -> &Raw {
+        &self.raw
+    }
+}
+
+impl std::ops::DerefMut for RawAgent {
+    fn deref_mut(&mut self) -> &mut Raw {
+        &mut self.raw
+    }
+}
+
+impl RawAgent {
+    pub async fn start(script: Vec<Reply>) -> RawAgent {
+        let root = tempfile::tempdir().unwrap();
+        let cwd = root.path().join("work");
+        let config_home = root.path().join("config");
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(config_home.join("tinycode")).unwrap();
+        std::fs::write(config_home.join("tinycode/config.toml"), "[retry]\nmax_retries = 0\n").unwrap();
+        let model = FakeModel::start(script).await;
+        let manager = Manager::new(sources(&model.base_url, &root.path().join("data"), &config_home));
+        let (agent_io, client_io) = tokio::io::duplex(1 << 20);
+        let (agent_read, agent_write) = tokio::io::split(agent_io);
+        let (client_read, client_write) = tokio::io::split(client_io);
+        let transport = tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat());
+        let agent = tokio::spawn(tinycode::acp::serve_with(transport, manager));
+        RawAgent { _root: root, cwd, model, raw: Raw::over(client_write, client_read), agent }
+    }
+
     /// Close stdin and return how the agent's serve loop ended.
     pub async fn close(mut self) -> Result<(), Error> {
-        self.write.shutdown().await.unwrap();
-        drop(self.write);
+        self.raw.shutdown().await;
+        drop(self.raw);
         tokio::time::timeout(PATIENCE, self.agent).await.expect("the agent did not stop at EOF").unwrap()
     }
 }

@@ -230,7 +230,8 @@ fn skip_options<'a>(args: &[&'a str], with_value: &[&str]) -> Vec<&'a str> {
     if args.get(i) == Some(&"--") {
         i += 1;
     }
-    args[i..].to_vec()
+    // An option that takes a value can be the last word (`git -c`): then nothing is left.
+    args.get(i..).unwrap_or_default().to_vec()
 }
 
 fn unwrap<'a>(argv: &[&'a str]) -> Inner<'a> {

@@ -212,3 +212,11 @@ fn the_sse_decoder_survives_any_bytes_and_decodes_the_same_however_they_are_chun
         Ok(())
     });
 }
+
+#[test]
+fn a_last_option_that_takes_a_value_is_classified_without_a_crash() {
+    for (line, name) in [("git -c", "git"), ("sudo -u", "sudo"), ("xargs -I", "xargs"), ("timeout -s", "timeout")] {
+        let class = std::panic::catch_unwind(|| (classify::classify(line), classify::prefixes(line)));
+        assert_eq!(class.ok(), Some((Class::Normal, vec![name.to_string()])), "{line}");
+    }
+}

@@ -48,7 +48,10 @@ async fn within<T>(what: &str, answer: impl std::future::Future<Output = T>) -> 
 }
 
 #[tokio::test]
-#[ignore = "enabled when the special-file work lands: a FIFO as .tinycode/config.toml blocks session/new, a link to /proc/kmsg blocks read"]
+// Passes without three traps, which block today: a FIFO at `.tinycode/config.toml` (session/new opens it on the
+// connection's thread, freezing the whole agent, SIGTERM included), FIFOs at `.gitignore`/`.ignore` (the search
+// walker opens them) and `read` of a link to `/proc/kmsg`.
+#[ignore = "enabled when the special-file work lands (FIFO config and ignore files, /proc/kmsg reads block)"]
 async fn the_binary_answers_within_its_deadlines_in_a_workspace_of_fifos_and_proc_links() {
     let env = Env::new();
     let cwd = env.cwd();

@@ -13,12 +13,12 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, conversions, the seams' implementations, headless mode |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning) and the model catalogue; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
-//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
+//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
 //! | `shell`      | services the shell tools share: tokenizer and classifier, process groups, output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |

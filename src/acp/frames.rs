@@ -67,7 +67,9 @@ fn unreadable(text: &str, error: Error) -> Routed {
     let envelope = Envelope::scan(text.as_bytes());
     match (envelope.id, envelope.method, envelope.answer) {
         // An answer to one of our requests: fail that request.
-        (Some(id), false, true) => Routed::Agent(TransportFrame::Single(RawJsonRpcMessage::response(id, Err(error)))),
+        (Some(id), false, true) => {
+            Routed::Agent(TransportFrame::Single(RawJsonRpcMessage::response(id, Err(error))))
+        }
         (None, false, true) => {
             tracing::warn!(error = %error.message, "dropped an unreadable answer without an id");
             Routed::Dropped
@@ -129,8 +131,7 @@ impl Envelope {
             return envelope;
         }
         at += 1;
-        loop {
-            let Some((key, next)) = value::<String>(text, skip_space(text, at)) else { break };
+        while let Some((key, next)) = value::<String>(text, skip_space(text, at)) {
             at = skip_space(text, next);
             if text.get(at) != Some(&b':') {
                 break;
@@ -233,12 +234,18 @@ mod tests {
         let text = "\u{1}".repeat(10_000);
         let (_, answer) = wire(route(whole(text.as_bytes())));
         let data = serde_json::to_string(&answer["error"]["data"]).unwrap();
-        assert!(data.len() <= MAX_DATA_BYTES && data.len() > MAX_DATA_BYTES - DATA_OVERHEAD, "{}", data.len());
+        assert!(
+            data.len() <= MAX_DATA_BYTES && data.len() > MAX_DATA_BYTES - DATA_OVERHEAD,
+            "{}",
+            data.len()
+        );
     }
 
     #[test]
     fn a_truncated_request_is_answered_with_its_id_and_a_truncated_answer_fails_our_request() {
-        let (to, answer) = wire(route(whole(br#"{"jsonrpc":"2.0","id":"a7","method":"session/prompt","params":{"prompt":[{"#)));
+        let (to, answer) = wire(route(whole(
+            br#"{"jsonrpc":"2.0","id":"a7","method":"session/prompt","params":{"prompt":[{"#,
+        )));
         assert_eq!((to, &answer["id"], &answer["error"]["code"]), ("editor", &json!("a7"), &json!(-32700)));
         let (to, answer) = wire(route(whole(br#"{"jsonrpc":"2.0","id":12,"result":{"content":"abc"#)));
         assert_eq!((to, &answer["id"], &answer["error"]["code"]), ("agent", &json!(12), &json!(-32700)));
@@ -252,12 +259,18 @@ mod tests {
         assert_eq!(to, "editor");
         assert_eq!(answer["id"], 4);
         assert_eq!(answer["error"]["code"], -32600);
-        assert_eq!(answer["error"]["data"]["reason"], "the line is 70000000 bytes long; the limit is 67108864 bytes");
+        assert_eq!(
+            answer["error"]["data"]["reason"],
+            "the line is 70000000 bytes long; the limit is 67108864 bytes"
+        );
     }
 
     #[test]
     fn an_id_cut_by_the_end_of_the_text_is_not_trusted() {
-        assert_eq!(Envelope::scan(br#"{"method":"x","id":12"#), Envelope { id: None, method: true, answer: false });
+        assert_eq!(
+            Envelope::scan(br#"{"method":"x","id":12"#),
+            Envelope { id: None, method: true, answer: false }
+        );
         assert_eq!(
             Envelope::scan(br#" { "id" : 12 , "method":"x"}"#),
             Envelope { id: Some(RawJsonRpcId::Number(12)), method: true, answer: false }
@@ -268,11 +281,14 @@ mod tests {
     #[test]
     fn readable_lines_go_to_the_agent_untouched() {
         let line = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
-        let Routed::Agent(TransportFrame::Single(RawJsonRpcMessage::Request(request))) = route(whole(line)) else {
+        let Routed::Agent(TransportFrame::Single(RawJsonRpcMessage::Request(request))) = route(whole(line))
+        else {
             panic!("not a request")
         };
         assert_eq!(request.method.as_ref(), "initialize");
-        let Routed::Agent(TransportFrame::Malformed { error, .. }) = route(whole(b"[]")) else { panic!("batch") };
+        let Routed::Agent(TransportFrame::Malformed { error, .. }) = route(whole(b"[]")) else {
+            panic!("batch")
+        };
         assert_eq!(error.code, ErrorCode::INVALID_REQUEST);
     }
 }

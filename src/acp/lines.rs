@@ -135,9 +135,9 @@ mod tests {
 
     #[test]
     fn a_line_exactly_at_the_bound_is_whole() {
-        assert_eq!(read_all(b"abcd\nabcde\n", 4, 2), vec![
-            whole(b"abcd"),
-            Line::TooLong { head: b"abcde".to_vec(), len: 5 }
-        ]);
+        assert_eq!(
+            read_all(b"abcd\nabcde\n", 4, 2),
+            vec![whole(b"abcd"), Line::TooLong { head: b"abcde".to_vec(), len: 5 }]
+        );
     }
 }

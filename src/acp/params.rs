@@ -43,7 +43,12 @@ pub fn check(method: &str, params: &Value) -> Result<(), Error> {
     }
     let checker = Checker { defs: schema.get("$defs").and_then(Value::as_object) };
     checker.value(schema, params, "params").map_err(|wrong| {
-        let message = format!("Invalid params: `{}` must be {}, got {}", wrong.path, wrong.expected(), shown(&wrong.got));
+        let message = format!(
+            "Invalid params: `{}` must be {}, got {}",
+            wrong.path,
+            wrong.expected(),
+            shown(&wrong.got)
+        );
         Error::new(ErrorCode::INVALID_PARAMS, message).data(serde_json::json!({"field": wrong.path}))
     })
 }
@@ -183,7 +188,12 @@ impl Checker<'_> {
         Err(wrong)
     }
 
-    fn fields(&self, schema: &Map<String, Value>, fields: &Map<String, Value>, path: &str) -> Result<(), Wrong> {
+    fn fields(
+        &self,
+        schema: &Map<String, Value>,
+        fields: &Map<String, Value>,
+        path: &str,
+    ) -> Result<(), Wrong> {
         let properties = schema.get("properties").and_then(Value::as_object);
         let rest = schema.get("additionalProperties").filter(|s| s.is_object());
         for (name, field) in fields {
@@ -224,10 +234,17 @@ mod tests {
     fn mistyped_capabilities_and_client_info_are_refused_naming_the_field() {
         assert_eq!(
             refused("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": 5}})),
-            ("Invalid params: `clientCapabilities.fs` must be an object, got 5".into(), json!({"field": "clientCapabilities.fs"}))
+            (
+                "Invalid params: `clientCapabilities.fs` must be an object, got 5".into(),
+                json!({"field": "clientCapabilities.fs"})
+            )
         );
         assert_eq!(
-            refused("initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}}})).0,
+            refused(
+                "initialize",
+                json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}}})
+            )
+            .0,
             "Invalid params: `clientCapabilities.fs.readTextFile` must be a boolean, got \"yes\""
         );
         assert_eq!(
@@ -250,8 +267,14 @@ mod tests {
 
     #[test]
     fn params_that_are_not_an_object_are_refused() {
-        assert_eq!(refused("session/list", json!([])).0, "Invalid params: `params` must be an object, got []");
-        assert_eq!(refused("session/new", json!("cwd")).0, "Invalid params: `params` must be an object, got \"cwd\"");
+        assert_eq!(
+            refused("session/list", json!([])).0,
+            "Invalid params: `params` must be an object, got []"
+        );
+        assert_eq!(
+            refused("session/new", json!("cwd")).0,
+            "Invalid params: `params` must be an object, got \"cwd\""
+        );
     }
 
     #[test]
@@ -285,9 +308,16 @@ mod tests {
     #[test]
     fn nested_mistakes_inside_arrays_name_the_element() {
         assert_eq!(
-            refused("session/prompt", json!({"sessionId": "s", "prompt": [{"type": "text", "text": "a"}, 5]})).0,
+            refused(
+                "session/prompt",
+                json!({"sessionId": "s", "prompt": [{"type": "text", "text": "a"}, 5]})
+            )
+            .0,
             "Invalid params: `prompt[1]` must be an object, got 5"
         );
-        assert_eq!(refused("session/new", json!({"cwd": 5, "mcpServers": []})).0, "Invalid params: `cwd` must be a string, got 5");
+        assert_eq!(
+            refused("session/new", json!({"cwd": 5, "mcpServers": []})).0,
+            "Invalid params: `cwd` must be a string, got 5"
+        );
     }
 }

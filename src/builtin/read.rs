@@ -54,7 +54,9 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     let shown = path.strip_prefix(cwd).map(Path::to_path_buf).unwrap_or_else(|_| path.clone());
     let title = match (offset, limit) {
         (0, None) => format!("Read {}", shown.display()),
-        (o, Some(l)) => format!("Read {} (lines {}-{})", shown.display(), o.saturating_add(1), o.saturating_add(l)),
+        (o, Some(l)) => {
+            format!("Read {} (lines {}-{})", shown.display(), o.saturating_add(1), o.saturating_add(l))
+        }
         (o, None) => format!("Read {} (from line {})", shown.display(), o.saturating_add(1)),
     };
     let line = u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX);
@@ -199,7 +201,8 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
             path.display()
         )));
     }
-    let location = vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
+    let location =
+        vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
     if let Some(mime) = image_mime(&path) {
         if meta.len() > MAX_IMAGE_BYTES {
             return Err(ToolError::retry(format!(
@@ -246,7 +249,8 @@ mod tests {
 
     #[test]
     fn the_largest_offset_and_limit_are_presented_without_overflowing() {
-        let shown = present(&json!({"file_path": "a", "offset": u64::MAX, "limit": u64::MAX}), Path::new("/w"));
+        let shown =
+            present(&json!({"file_path": "a", "offset": u64::MAX, "limit": u64::MAX}), Path::new("/w"));
         assert_eq!(shown.title, format!("Read a (lines {}-{})", u64::MAX, u64::MAX));
         let shown = present(&json!({"file_path": "a", "offset": u64::MAX}), Path::new("/w"));
         assert_eq!(shown.title, format!("Read a (from line {})", u64::MAX));

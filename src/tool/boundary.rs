@@ -91,7 +91,10 @@ mod tests {
         let Err(ToolError::Execution(message)) = result else { panic!("not an execution error: {result:?}") };
         assert_eq!(message, format!("the tool crashed: matcher failed: {}…", "x".repeat(300 - 16)));
         assert_eq!(guard(async { Ok::<_, ToolError>(5) }).await, Ok(5));
-        assert_eq!(guard_sync(|| -> u8 { panic!("boom") }), Err(ToolError::execution("the tool crashed: boom")));
+        assert_eq!(
+            guard_sync(|| -> u8 { panic!("boom") }),
+            Err(ToolError::execution("the tool crashed: boom"))
+        );
     }
 
     #[test]

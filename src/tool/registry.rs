@@ -73,7 +73,10 @@ impl Registry {
         let mut presentation = match presented {
             Ok(presentation) => presentation,
             Err(error) => {
-                ctx.report(Progress::Presented(Presentation { title: def.id.clone(), ..Presentation::default() }));
+                ctx.report(Progress::Presented(Presentation {
+                    title: def.id.clone(),
+                    ..Presentation::default()
+                }));
                 return Outcome::from_error(error);
             }
         };

@@ -159,7 +159,8 @@ async fn a_panic_in_a_tool_fails_that_call_alone_and_the_registry_keeps_serving(
         preview: Some(Arc::new(|_, _| Box::pin(async { panic!("preview broke") }))),
         ..def("crash_preview", Some(Category::Edit), "", false)
     });
-    registry.register(Def { present: |_, _| panic!("present broke"), ..def("crash_present", None, "", false) });
+    registry
+        .register(Def { present: |_, _| panic!("present broke"), ..def("crash_present", None, "", false) });
     registry.register(def("echo", None, "still here", false));
     let ctx = context(dir.path(), None);
     let mut events = ctx.bus.subscribe();
@@ -190,7 +191,11 @@ async fn oversized_arguments_are_refused_before_the_tool_runs() {
     let args = json!({"content": "a".repeat(2 * boundary::MAX_ARGUMENT_BYTES)});
     let outcome = registry.execute("write", ctx, args).await;
     assert!(outcome.is_error);
-    assert!(outcome.output.starts_with("The arguments of this call are 2048 KB; the limit is 1024 KB."), "{}", outcome.output);
+    assert!(
+        outcome.output.starts_with("The arguments of this call are 2048 KB; the limit is 1024 KB."),
+        "{}",
+        outcome.output
+    );
     assert!(events.try_recv().is_err(), "the tool never started");
 }
 

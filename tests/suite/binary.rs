@@ -38,7 +38,8 @@ impl Env {
 
     pub fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
         // CI points `TINYCODE_BIN` at the release build to run these against what users get.
-        let binary = std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
+        let binary =
+            std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
         let mut command = Command::new(binary);
         command
             .args(args)

@@ -32,7 +32,9 @@ fn timed<T>(what: &str, work: impl FnOnce() -> T) -> Result<T, String> {
 fn lines_of(target: &str) -> Vec<String> {
     corpus(target)
         .into_iter()
-        .flat_map(|(_, bytes)| String::from_utf8(bytes).unwrap().lines().map(String::from).collect::<Vec<_>>())
+        .flat_map(|(_, bytes)| {
+            String::from_utf8(bytes).unwrap().lines().map(String::from).collect::<Vec<_>>()
+        })
         .collect()
 }
 
@@ -115,7 +117,14 @@ fn edit_text() -> impl Strategy<Value = String> {
 
 /// (content, old, new, replace_all); `old` is often a real piece of `content`, changed a little.
 fn edit_case() -> impl Strategy<Value = (String, String, String, bool)> {
-    (edit_text(), edit_text(), any::<prop::sample::Index>(), any::<prop::sample::Index>(), 0..3u8, any::<bool>())
+    (
+        edit_text(),
+        edit_text(),
+        any::<prop::sample::Index>(),
+        any::<prop::sample::Index>(),
+        0..3u8,
+        any::<bool>(),
+    )
         .prop_map(|(content, new, a, b, how, all)| {
             let chars: Vec<char> = content.chars().collect();
             let (mut from, mut to) = (a.index(chars.len() + 1), b.index(chars.len() + 1));
@@ -215,7 +224,9 @@ fn the_sse_decoder_survives_any_bytes_and_decodes_the_same_however_they_are_chun
 
 #[test]
 fn a_last_option_that_takes_a_value_is_classified_without_a_crash() {
-    for (line, name) in [("git -c", "git"), ("sudo -u", "sudo"), ("xargs -I", "xargs"), ("timeout -s", "timeout")] {
+    for (line, name) in
+        [("git -c", "git"), ("sudo -u", "sudo"), ("xargs -I", "xargs"), ("timeout -s", "timeout")]
+    {
         let class = std::panic::catch_unwind(|| (classify::classify(line), classify::prefixes(line)));
         assert_eq!(class.ok(), Some((Class::Normal, vec![name.to_string()])), "{line}");
     }

@@ -38,8 +38,18 @@ const PATHS: &[&str] = &[
     "ä ö.txt",
 ];
 
-const COMMANDS: &[&str] =
-    &["echo hi", "true", "exit 3", "printf '%s' x", "echo err >&2", ": > made.txt", "cat a.txt", "", "   ", "ec\"ho"];
+const COMMANDS: &[&str] = &[
+    "echo hi",
+    "true",
+    "exit 3",
+    "printf '%s' x",
+    "echo err >&2",
+    ": > made.txt",
+    "cat a.txt",
+    "",
+    "   ",
+    "ec\"ho",
+];
 
 fn path() -> impl Strategy<Value = String> {
     prop_oneof![4 => proptest::sample::select(PATHS).prop_map(String::from), 1 => "[a-z]{1,6}(\\.[a-z]{1,3})?"]
@@ -84,8 +94,12 @@ fn value_for(name: &str, kind: &str) -> BoxedStrategy<Value> {
         ("file_path" | "path", _) => path().prop_map(Value::from).boxed(),
         ("command", _) => proptest::sample::select(COMMANDS).prop_map(Value::from).boxed(),
         ("patch", _) => patch().prop_map(Value::from).boxed(),
-        ("pattern", _) => prop_oneof!["[a-z.*?\\[\\]{},/()|+\\\\^$]{0,12}", text()].prop_map(Value::from).boxed(),
-        ("wait", _) => prop_oneof![Just("none"), Just("exit"), Just("pattern"), Just("")].prop_map(Value::from).boxed(),
+        ("pattern", _) => {
+            prop_oneof!["[a-z.*?\\[\\]{},/()|+\\\\^$]{0,12}", text()].prop_map(Value::from).boxed()
+        }
+        ("wait", _) => {
+            prop_oneof![Just("none"), Just("exit"), Just("pattern"), Just("")].prop_map(Value::from).boxed()
+        }
         ("task_id", _) => prop_oneof![Just("task_1".to_string()), text()].prop_map(Value::from).boxed(),
         (_, "string") => lines().prop_map(Value::from).boxed(),
         (_, "integer") => integer().boxed(),
@@ -123,13 +137,14 @@ fn arguments(parameters: &Value) -> BoxedStrategy<Value> {
             prop_oneof![1 => Just(None), 4 => value.prop_map(move |v| Some((name.clone(), v)))].boxed()
         })
         .collect();
-    let object = (fields, proptest::option::of(("[a-zA-Z_]{1,8}", json_value(1)))).prop_map(|(fields, extra)| {
-        let mut object: Map<String, Value> = fields.into_iter().flatten().collect();
-        if let Some((key, value)) = extra {
-            object.entry(key).or_insert(value);
-        }
-        Value::Object(object)
-    });
+    let object =
+        (fields, proptest::option::of(("[a-zA-Z_]{1,8}", json_value(1)))).prop_map(|(fields, extra)| {
+            let mut object: Map<String, Value> = fields.into_iter().flatten().collect();
+            if let Some((key, value)) = extra {
+                object.entry(key).or_insert(value);
+            }
+            Value::Object(object)
+        });
     prop_oneof![12 => object, 1 => json_value(1)].boxed()
 }
 
@@ -146,7 +161,12 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
         cancel,
         output_dir: dir.join(".out"),
         progress: None,
-        files: Arc::new(Files::new(vec![dir.to_path_buf()], None, Arc::new(FileLocks::default()), Default::default())),
+        files: Arc::new(Files::new(
+            vec![dir.to_path_buf()],
+            None,
+            Arc::new(FileLocks::default()),
+            Default::default(),
+        )),
         plan: None,
         tasks: tasks.clone(),
         terminals: None,
@@ -155,7 +175,13 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
 }
 
 /// Run one call to its end (cancelled at the deadline); the error when it crashed or hung.
-async fn call(registry: &Registry, dir: &Path, tasks: &Arc<tinycode::shell::tasks::Tasks>, tool: &str, args: Value) -> Result<(), String> {
+async fn call(
+    registry: &Registry,
+    dir: &Path,
+    tasks: &Arc<tinycode::shell::tasks::Tasks>,
+    tool: &str,
+    args: Value,
+) -> Result<(), String> {
     let args = serde_json::from_str::<Value>(&args.to_string().replace("{cwd}", &dir.display().to_string()))
         .unwrap_or(args);
     let mut args = args;
@@ -198,7 +224,12 @@ fn fuzzed_arguments_for_every_tool_always_come_back_with_a_result_and_never_cras
     let seeds: Vec<(String, Value)> = corpus("tool_args")
         .into_iter()
         .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes).unwrap().lines().filter(|l| !l.trim().is_empty()).map(String::from).collect::<Vec<_>>()
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
         })
         .map(|line| {
             let case: Value = serde_json::from_str(&line).unwrap();
@@ -207,7 +238,8 @@ fn fuzzed_arguments_for_every_tool_always_come_back_with_a_result_and_never_cras
         .collect();
     let mut total = 0;
     for def in registry.model_tools() {
-        let tool_seeds: Vec<Value> = seeds.iter().filter(|(t, _)| *t == def.id).map(|(_, a)| a.clone()).collect();
+        let tool_seeds: Vec<Value> =
+            seeds.iter().filter(|(t, _)| *t == def.id).map(|(_, a)| a.clone()).collect();
         let target = format!("tool_args/{}", def.id);
         total += fuzz(&target, tool_seeds, CASES_PER_TOOL, arguments(&def.parameters), |args| {
             runtime.block_on(call(&registry, &dir, &tasks, &def.id, args))

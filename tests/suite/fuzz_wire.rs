@@ -138,7 +138,9 @@ async fn exchange(raw: &mut Raw, frame: &[u8], probe: u64) -> Result<(), String>
         }
     }
     match sent_id(frame) {
-        Some(id) if answer["id"] != id && !answer["id"].is_null() => Err(format!("answered {} for id {id}", answer["id"])),
+        Some(id) if answer["id"] != id && !answer["id"].is_null() => {
+            Err(format!("answered {} for id {id}", answer["id"]))
+        }
         _ => Ok(()),
     }
 }
@@ -157,7 +159,8 @@ fn fuzzed_frames_each_get_at_most_one_well_formed_answer_and_the_agent_keeps_ser
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let agent = std::cell::RefCell::new(runtime.block_on(RawAgent::start(vec![])));
     let probes = std::cell::Cell::new(0u64);
-    let initialized = runtime.block_on(agent.borrow_mut().call(0, "initialize", json!({"protocolVersion": 1})));
+    let initialized =
+        runtime.block_on(agent.borrow_mut().call(0, "initialize", json!({"protocolVersion": 1})));
     assert_eq!(initialized["result"]["protocolVersion"], 1);
     let ran = fuzz("frames", seeds(), FRAMES, frame(), |bytes| {
         probes.set(probes.get() + 1);

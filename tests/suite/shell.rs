@@ -419,11 +419,17 @@ async fn a_cancel_kills_and_then_releases_the_editor_terminal_even_though_the_ca
     h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
     let session = h.session().await;
     let turn = h.client.prompt_later(&session, "run");
-    h.client.wait_log("the terminal wait", |log| log.terminal_calls.lock().unwrap().iter().any(|c| c == "wait term_1")).await;
+    h.client
+        .wait_log("the terminal wait", |log| {
+            log.terminal_calls.lock().unwrap().iter().any(|c| c == "wait term_1")
+        })
+        .await;
     h.client.cancel(&session);
     assert_eq!(stop(&turn.await.unwrap().unwrap()), json!("cancelled"));
     h.client
-        .wait_log("the release", |log| log.terminal_calls.lock().unwrap().iter().any(|c| c.starts_with("release")))
+        .wait_log("the release", |log| {
+            log.terminal_calls.lock().unwrap().iter().any(|c| c.starts_with("release"))
+        })
         .await;
     assert_eq!(
         h.client.log.terminal_calls.lock().unwrap().clone(),

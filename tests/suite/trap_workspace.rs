@@ -44,7 +44,9 @@ const LINKS: [(&str, &str); 7] = [
 
 /// Every answer must come within this; a hang fails the test instead of holding it forever.
 async fn within<T>(what: &str, answer: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(PATIENCE, answer).await.unwrap_or_else(|_| panic!("no answer to {what} within {PATIENCE:?}"))
+    tokio::time::timeout(PATIENCE, answer)
+        .await
+        .unwrap_or_else(|_| panic!("no answer to {what} within {PATIENCE:?}"))
 }
 
 #[tokio::test]

@@ -56,14 +56,23 @@ async fn a_line_over_64_mib_is_refused_for_its_id_and_the_next_line_is_served() 
 #[tokio::test]
 async fn mistyped_params_are_invalid_params_naming_the_field_and_change_nothing() {
     let mut agent = RawAgent::start(vec![]).await;
-    let answer = agent.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": 5}})).await;
+    let answer =
+        agent.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": 5}})).await;
     assert_eq!(
         answer["error"],
         json!({"code": -32602, "message": "Invalid params: `clientCapabilities.fs` must be an object, got 5", "data": {"field": "clientCapabilities.fs"}})
     );
-    let answer = agent.call(2, "initialize", json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": 2}})).await;
+    let answer = agent
+        .call(2, "initialize", json!({"protocolVersion": 1, "clientInfo": {"name": "zed", "version": 2}}))
+        .await;
     assert_eq!(answer["error"]["data"], json!({"field": "clientInfo.version"}));
-    let answer = agent.call(3, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}})).await;
+    let answer = agent
+        .call(
+            3,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+        )
+        .await;
     assert_eq!(answer["result"]["protocolVersion"], 1);
     let answer = agent.call(4, "session/list", json!([])).await;
     assert_eq!(answer["error"]["message"], "Invalid params: `params` must be an object, got []");
@@ -82,16 +91,26 @@ async fn an_unreadable_answer_to_a_file_read_fails_that_read_and_the_turn_goes_o
     ])
     .await;
     std::fs::write(agent.cwd.join("notes.txt"), "on disk\n").unwrap();
-    agent.call(1, "initialize", json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}})).await;
+    agent
+        .call(
+            1,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true}}}),
+        )
+        .await;
     let cwd = agent.cwd.clone();
-    let session = agent.call(2, "session/new", json!({"cwd": cwd, "mcpServers": []})).await["result"]["sessionId"].clone();
+    let session =
+        agent.call(2, "session/new", json!({"cwd": cwd, "mcpServers": []})).await["result"]["sessionId"]
+            .clone();
     agent.send_json(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "read"}]}})).await;
     let mut reads = 0;
     let done = loop {
         let frame = agent.recv_answer().await;
         if frame["method"] == "fs/read_text_file" {
             reads += 1;
-            let mut reply = format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":"on disk"#, frame["id"]).into_bytes();
+            let mut reply =
+                format!(r#"{{"jsonrpc":"2.0","id":{},"result":{{"content":"on disk"#, frame["id"])
+                    .into_bytes();
             reply.extend_from_slice(b" \xff\"}}");
             agent.send(&reply).await;
             continue;
@@ -122,8 +141,14 @@ async fn a_huge_glob_pattern_or_grep_include_is_refused_and_the_turn_goes_on() {
     let session = h.session().await;
     assert_eq!(stop(&h.client.prompt(&session, "search").await.unwrap()), json!("end_turn"));
     let messages = h.model.messages(1);
-    assert_eq!(tool_result(&messages, "g1"), "the glob pattern is 100000 bytes long; the limit is 4096 bytes");
-    assert_eq!(tool_result(&messages, "g2"), "the glob pattern is 100000 bytes long; the limit is 4096 bytes");
+    assert_eq!(
+        tool_result(&messages, "g1"),
+        "the glob pattern is 100000 bytes long; the limit is 4096 bytes"
+    );
+    assert_eq!(
+        tool_result(&messages, "g2"),
+        "the glob pattern is 100000 bytes long; the limit is 4096 bytes"
+    );
     assert_eq!(tool_result(&messages, "g3"), "the pattern is 20000 bytes long; the limit is 16384 bytes");
     h.model.assert_done();
 }

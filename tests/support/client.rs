@@ -172,7 +172,8 @@ impl TestClient {
         let (log5, log6, log7, log8, log9) =
             (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2, tx3) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
-        let (tx5, tx7, tx8, tx9) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
+        let (tx5, tx7, tx8, tx9) =
+            (changed_tx.clone(), changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
         let log10 = log.clone();
         tokio::spawn(async move {
             let result = Client

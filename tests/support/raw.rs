@@ -19,7 +19,10 @@ pub struct Raw {
 }
 
 impl Raw {
-    pub fn over(write: impl AsyncWrite + Unpin + Send + 'static, read: impl AsyncRead + Unpin + Send + 'static) -> Raw {
+    pub fn over(
+        write: impl AsyncWrite + Unpin + Send + 'static,
+        read: impl AsyncRead + Unpin + Send + 'static,
+    ) -> Raw {
         let read: Box<dyn AsyncRead + Unpin + Send> = Box::new(read);
         Raw { write: Box::new(write), lines: BufReader::new(read).lines() }
     }

@@ -152,3 +152,28 @@ async fn a_huge_glob_pattern_or_grep_include_is_refused_and_the_turn_goes_on() {
     assert_eq!(tool_result(&messages, "g3"), "the pattern is 20000 bytes long; the limit is 16384 bytes");
     h.model.assert_done();
 }
+
+#[tokio::test]
+async fn the_answer_to_an_unreadable_line_never_falls_behind_the_answers_to_later_lines() {
+    // A small pipe keeps the agent's writer behind, so answers queue up and the order between them shows.
+    let mut agent = RawAgent::with_pipe(vec![], 64).await;
+    for round in 0..100u64 {
+        for id in [3 * round, 3 * round + 1] {
+            let mut broken = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"x"#).into_bytes();
+            broken.push(0xff);
+            agent.send(&broken).await;
+        }
+        agent.send_json(json!({"jsonrpc": "2.0", "id": 3 * round + 2, "method": "no/such_method"})).await;
+    }
+    let mut order = Vec::new();
+    for _ in 0..300 {
+        order.push(agent.recv().await["id"].as_u64().unwrap());
+    }
+    // Requests are answered when they finish, so a broken line's answer may overtake an earlier request's; it
+    // must never fall behind the answer to a line read after it.
+    let at = |id: u64| order.iter().position(|&o| o == id).unwrap();
+    for round in 0..100u64 {
+        assert!(at(3 * round + 1) < at(3 * round + 2), "{order:?}");
+    }
+    agent.close().await.unwrap();
+}

@@ -99,6 +99,11 @@ impl std::ops::DerefMut for RawAgent {
 
 impl RawAgent {
     pub async fn start(script: Vec<Reply>) -> RawAgent {
+        Self::with_pipe(script, 1 << 20).await
+    }
+
+    /// An agent whose pipes hold at most `capacity` bytes, so its writes wait for the reader.
+    pub async fn with_pipe(script: Vec<Reply>, capacity: usize) -> RawAgent {
         let root = tempfile::tempdir().unwrap();
         let cwd = root.path().join("work");
         let config_home = root.path().join("config");
@@ -107,7 +112,7 @@ impl RawAgent {
         std::fs::write(config_home.join("tinycode/config.toml"), "[retry]\nmax_retries = 0\n").unwrap();
         let model = FakeModel::start(script).await;
         let manager = Manager::new(sources(&model.base_url, &root.path().join("data"), &config_home));
-        let (agent_io, client_io) = tokio::io::duplex(1 << 20);
+        let (agent_io, client_io) = tokio::io::duplex(capacity);
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
         let transport = tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat());

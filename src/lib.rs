@@ -13,13 +13,13 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, conversions, the seams' implementations, headless mode |
 //! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
-//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
+//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and ignore rules; atomic writes; secret files and secret content; formatters |
 //! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |

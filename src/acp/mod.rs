@@ -6,8 +6,11 @@
 
 pub mod client;
 pub mod convert;
+pub mod frames;
 pub mod handlers;
 pub mod headless;
+pub mod lines;
+pub mod params;
 pub mod prompt;
 pub mod question;
 pub mod render;
@@ -115,7 +118,7 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
             )
         }};
     }
-    let builder = Agent.v1().name("tinycode");
+    let builder = Agent.v1().name("tinycode").with_handler(params::ParamsCheck);
     let builder =
         request!(builder, acp::InitializeRequest, |s, r, responder, _cx| initialize(&s, r, responder));
     let builder = request!(builder, acp::NewSessionRequest, |s, r, responder, cx| handlers::new_session(

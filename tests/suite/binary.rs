@@ -42,7 +42,10 @@ impl Env {
     }
 
     pub fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
+        // CI points `TINYCODE_BIN` at the release build to run these against what users get.
+        let binary =
+            std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
+        let mut command = Command::new(binary);
         command
             .args(args)
             .env_clear()
@@ -183,7 +186,7 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     raw.send_unchecked("this is not json").await;
     assert_eq!(
         raw.recv().await,
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"line": "this is not json"}}})
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"reason": "expected ident at line 1 column 2", "line": "this is not json"}}})
     );
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     let init = raw.recv().await;
@@ -215,6 +218,30 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert!(raw.recv().await["result"]["sessionId"].as_str().unwrap().starts_with("sess_"));
     drop(raw.stdin);
     assert!(wait_exit(&mut raw.child).await.success());
+}
+
+#[tokio::test]
+async fn invalid_utf8_and_a_ten_megabyte_garbage_line_get_small_errors_and_the_binary_keeps_serving() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    let mut frame = br#"{"jsonrpc":"2.0","id":1,"method":"x"#.to_vec();
+    frame.extend_from_slice(b"\xff\"}\n");
+    raw.stdin.write_all(&frame).await.unwrap();
+    let answer = raw.recv().await;
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&json!(1), &json!(-32700)));
+    let garbage = "garbage ".repeat(10 * 1024 * 1024 / 8);
+    raw.stdin.write_all(format!("{garbage}\n").as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(PATIENCE, raw.stdout.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(line.len() < 1500, "the error frame is {} bytes", line.len());
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&Value::Null, &json!(-32700)));
+    assert_eq!(answer["error"]["data"]["truncated"], true);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["result"]["agentInfo"]["name"], "tinycode");
+    drop(raw.stdin);
+    let status = wait_exit(&mut raw.child).await;
+    assert!(status.success(), "{status:?}; stderr:\n{}", Raw::logs());
 }
 
 #[tokio::test]

@@ -151,7 +151,7 @@ impl TestClient {
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
         let agent = tokio::spawn(tinycode::acp::serve_with(
-            ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+            tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat()),
             manager,
         ));
         Self::over(client_write, client_read, Some(agent)).await
@@ -178,6 +178,8 @@ impl TestClient {
         let (log5, log6, log7, log8, log9) =
             (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2, tx3) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
+        let (tx5, tx7, tx8, tx9) =
+            (changed_tx.clone(), changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
         let log10 = log.clone();
         tokio::spawn(async move {
             let result = Client
@@ -270,6 +272,7 @@ impl TestClient {
                             .unwrap()
                             .push(format!("{label} limit={:?}", request.output_byte_limit));
                         let id = run_terminal(log5.clone(), request).await;
+                        bump(&tx5);
                         responder.respond(acp::CreateTerminalResponse::new(id))
                     },
                     agent_client_protocol::on_receive_request!(),
@@ -291,6 +294,7 @@ impl TestClient {
                     async move |request: acp::WaitForTerminalExitRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log7.terminal_calls.lock().unwrap().push(format!("wait {id}"));
+                        bump(&tx7);
                         let mut exit = log7.terminals.lock().unwrap()[&id].exit.subscribe();
                         // Answer from a task: the client's dispatch loop must stay free meanwhile.
                         tokio::spawn(async move {
@@ -312,6 +316,7 @@ impl TestClient {
                     async move |request: acp::KillTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log8.terminal_calls.lock().unwrap().push(format!("kill {id}"));
+                        bump(&tx8);
                         let pid = log8.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::KillTerminalResponse::new())
@@ -322,6 +327,7 @@ impl TestClient {
                     async move |request: acp::ReleaseTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log9.terminal_calls.lock().unwrap().push(format!("release {id}"));
+                        bump(&tx9);
                         let pid = log9.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::ReleaseTerminalResponse::new())
@@ -376,12 +382,14 @@ impl TestClient {
     }
 
     pub async fn new_session(&self, cwd: &Path) -> acp::SessionId {
-        self.cx
-            .send_request(acp::NewSessionRequest::new(cwd.to_path_buf()))
-            .block_task()
-            .await
-            .unwrap()
-            .session_id
+        self.try_new_session(cwd).await.unwrap()
+    }
+
+    /// `session/new`, with the agent's error if it refuses.
+    pub async fn try_new_session(&self, cwd: &Path) -> Result<acp::SessionId, Error> {
+        let response =
+            self.cx.send_request(acp::NewSessionRequest::new(cwd.to_path_buf())).block_task().await?;
+        Ok(response.session_id)
     }
 
     pub async fn prompt_blocks(

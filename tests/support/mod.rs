@@ -2,6 +2,8 @@
 //! snapshots, test-only tools.
 pub mod client;
 pub mod fake_model;
+pub mod fuzz;
+pub mod raw;
 pub mod schema;
 pub mod snapshot;
 pub mod syntax;

@@ -13,14 +13,15 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode, the WebSocket transport (`serve`) |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, conversions, the seams' implementations, headless mode, the WebSocket transport (`serve`) |
+//! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling (the queue, steering) and cancellation, checkpoints and undo, scheduled jobs' turns, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
-//! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries, malformed-call repair |
+//! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
-//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
-//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters; the git commands tinycode runs itself; the record of what a turn changed |
-//! | `shell`      | services the shell tools share: tokenizer and classifier, process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
+//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and ignore rules; atomic writes; secret files and secret content; formatters; the git commands tinycode runs itself; the record of what a turn changed |
+//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam, the worktree, scheduled jobs (seam), the wake-up signal of `sleep` |
 //! | `schedule`   | cron expressions and the scheduler's timer loop (jobs fire through the session manager) |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
@@ -33,7 +34,8 @@
 //! # Dependency rule
 //!
 //! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
-//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
+//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. `cli` sits beside `acp` at
+//! the top: it may read `agent` (the journal's replay, for exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
 //!
@@ -48,10 +50,17 @@
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
 //! `permission`.
 
+// Supported platforms: Linux and macOS. Process groups, signals and the shell tools are Unix-only for now.
+#[cfg(not(unix))]
+compile_error!(
+    "tinycode supports Linux and macOS; Windows is not supported yet (see Platforms in the README). Use WSL, or the Linux binary."
+);
+
 pub mod acp;
 pub mod agent;
 pub mod builtin;
 pub mod bus;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;

@@ -24,6 +24,7 @@ use tokio_tungstenite::tungstenite::handshake::server::{Callback, ErrorResponse,
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_util::sync::CancellationToken;
 
+use crate::cli::Exit;
 use crate::config::Sources;
 use crate::session::Manager;
 
@@ -37,28 +38,6 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 pub struct Options {
     pub listen: SocketAddr,
     pub allow_remote: bool,
-}
-
-/// Read `--listen ADDR` and `--allow-remote`.
-pub fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut listen: Option<String> = None;
-    let mut allow_remote = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--listen" => {
-                listen = Some(iter.next().ok_or("--listen needs an address, e.g. 127.0.0.1:7878")?.clone())
-            }
-            "--allow-remote" => allow_remote = true,
-            other => match other.strip_prefix("--listen=") {
-                Some(value) => listen = Some(value.to_string()),
-                None => return Err(format!("unknown argument `{other}`")),
-            },
-        }
-    }
-    let text = listen.ok_or("serve needs --listen ADDRESS:PORT (e.g. 127.0.0.1:7878)")?;
-    let listen: SocketAddr = text.parse().map_err(|_| format!("`{text}` is not an address:port"))?;
-    Ok(Options { listen, allow_remote })
 }
 
 /// Refuse a non-loopback address without `--allow-remote`; with it, the warning to print.
@@ -221,15 +200,8 @@ pub async fn run(sources: Sources, options: Options, stop: CancellationToken) ->
     Ok(())
 }
 
-/// The `serve` subcommand: `args` are what follows `serve`. Stops on SIGINT or SIGTERM.
-pub async fn command(args: &[String]) -> std::process::ExitCode {
-    let options = match parse_args(args) {
-        Ok(options) => options,
-        Err(e) => {
-            say(&format!("error: {e}\nusage: tinycode serve --listen 127.0.0.1:PORT [--allow-remote]\n"));
-            return std::process::ExitCode::from(2);
-        }
-    };
+/// The `serve` subcommand. Stops on SIGINT or SIGTERM.
+pub async fn command(options: Options) -> Exit {
     let stop = CancellationToken::new();
     tokio::spawn({
         let stop = stop.clone();
@@ -239,10 +211,10 @@ pub async fn command(args: &[String]) -> std::process::ExitCode {
         }
     });
     match run(Sources::from_process(), options, stop).await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(()) => Exit::Done,
         Err(e) => {
             say(&format!("error: {e}\n"));
-            std::process::ExitCode::FAILURE
+            Exit::Failed
         }
     }
 }
@@ -266,22 +238,6 @@ mod tests {
 
     fn options(listen: &str, allow_remote: bool) -> Options {
         Options { listen: listen.parse().unwrap(), allow_remote }
-    }
-
-    #[test]
-    fn arguments_name_the_address_and_whether_remote_clients_are_allowed() {
-        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse_args(&args(&["--listen", "127.0.0.1:7878"])), Ok(options("127.0.0.1:7878", false)));
-        assert_eq!(parse_args(&args(&["--listen=[::1]:9", "--allow-remote"])), Ok(options("[::1]:9", true)));
-        assert_eq!(
-            parse_args(&args(&[])).unwrap_err(),
-            "serve needs --listen ADDRESS:PORT (e.g. 127.0.0.1:7878)"
-        );
-        assert_eq!(
-            parse_args(&args(&["--listen", "localhost"])).unwrap_err(),
-            "`localhost` is not an address:port"
-        );
-        assert_eq!(parse_args(&args(&["--port", "1"])).unwrap_err(), "unknown argument `--port`");
     }
 
     #[test]

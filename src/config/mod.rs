@@ -334,11 +334,27 @@ impl Layer {
 }
 
 /// A file's text, or `None` when it does not exist.
+/// Config files larger than this are refused.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Read a config file if there is one. Only a regular file is ever opened (a project's `config.toml` may be a
+/// FIFO or a link into `/proc`, which would block or never end), and at most [`MAX_CONFIG_BYTES`].
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    use crate::workspace::regular::{self, OpenError};
+    let refused = |message: String| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    };
+    match regular::read(path, MAX_CONFIG_BYTES) {
+        Ok(read) if !read.complete => {
+            Err(refused(format!("it is larger than {} KB", MAX_CONFIG_BYTES / 1024)))
+        }
+        Ok(read) => {
+            String::from_utf8(read.bytes).map(Some).map_err(|_| refused("it is not UTF-8 text".into()))
+        }
+        Err(OpenError::NotFound) => Ok(None),
+        Err(OpenError::NotRegular(kind)) => Err(refused(format!("{kind}, not a regular file"))),
+        Err(OpenError::Io(source)) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
     }
 }
 

@@ -1,13 +1,13 @@
 //! The model provider layer: provider-neutral request/response types, the [`ModelClient`] trait (streaming is
 //! the primitive), and the OpenAI-compatible Chat Completions implementation with its SSE decoder, tool-call
-//! assembly, retry policy, stream limits (idle, deadline, output cap) and malformed-call repair.
+//! assembly, retry policy and stream limits (idle, deadline, output cap). Malformed arguments are repaired by the
+//! tool layer (`tool::repair`), which sees the tool's schema.
 //!
 //! Owns everything on the wire to the model. Must not know about ACP, sessions or tools beyond their JSON Schema.
 
 pub mod assemble;
 pub mod limits;
 pub mod openai;
-pub mod repair;
 pub mod retry;
 pub mod sse;
 

@@ -145,6 +145,7 @@ pub fn unattended() -> Seams {
         terminals: None,
         asker: None,
         trust: None,
+        additional_directories: Vec::new(),
     }
 }
 

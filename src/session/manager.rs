@@ -137,7 +137,7 @@ impl Manager {
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
     pub fn database_path(&self) -> std::path::PathBuf {
-        self.sources.data_dir().join("tinycode.db")
+        crate::store::database_path(&self.sources.data_dir())
     }
 
     /// The store, opened on first use (on a blocking thread); its durable jobs are scheduled as it opens.
@@ -208,7 +208,7 @@ impl Manager {
             id: row.id.clone(),
             files: Arc::new(
                 Files::new(
-                    vec![cwd.clone()],
+                    seams.roots(&cwd),
                     seams.fs.clone(),
                     self.locks.clone(),
                     config.formatters.clone(),

@@ -65,6 +65,16 @@ pub struct Seams {
     pub asker: Option<Arc<dyn Asker>>,
     /// How the user is asked to trust a project; `None` never asks (its settings that need trust stay ignored).
     pub trust: Option<Arc<dyn TrustAsker>>,
+    /// The editor's `additionalDirectories`: absolute roots the file tools treat as inside, like the
+    /// session's own directory.
+    pub additional_directories: Vec<PathBuf>,
+}
+
+impl Seams {
+    /// The session's roots for these seams: its directory, then the additional directories.
+    pub fn roots(&self, cwd: &std::path::Path) -> Vec<PathBuf> {
+        std::iter::once(cwd.to_path_buf()).chain(self.additional_directories.iter().cloned()).collect()
+    }
 }
 
 /// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
@@ -155,6 +165,12 @@ impl Session {
         self.control.worktree().map(|w| w.dir).unwrap_or_else(|| self.cwd.clone())
     }
 
+    /// The session's roots with `root` in place of its first (the session's directory or worktree); the
+    /// additional directories stay.
+    fn with_root(&self, root: PathBuf) -> Vec<PathBuf> {
+        std::iter::once(root).chain(self.files.roots().into_iter().skip(1)).collect()
+    }
+
     /// Put the session back into the worktree it was in when it was stored (JSON), if that still exists.
     fn restore_worktree(&self, stored: Option<String>) {
         let Some(worktree) = stored.and_then(|json| serde_json::from_str::<Worktree>(&json).ok()) else {
@@ -164,13 +180,14 @@ impl Session {
             tracing::warn!(session = %self.id, path = %worktree.dir.display(), "the session's worktree is gone");
             return;
         }
-        self.files.set_roots(vec![worktree.dir.clone()]);
+        self.files.set_roots(self.with_root(worktree.dir.clone()));
         self.control.restore_worktree(Some(worktree));
     }
 
     /// Send this session's events to a (new) editor connection.
     pub fn rebind(&self, seams: &Seams) {
         self.headless.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.files.rebind(seams.roots(&self.workdir()), seams.fs.clone());
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();
@@ -340,7 +357,7 @@ impl AgentSwitcher for Session {
 
     fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf {
         let root = worktree.map(|w| w.dir.clone()).unwrap_or_else(|| self.cwd.clone());
-        self.files.set_roots(vec![root.clone()]);
+        self.files.set_roots(self.with_root(root.clone()));
         if let Some(store) = &self.store {
             store.set_worktree_later(&self.id, worktree.and_then(|w| serde_json::to_string(w).ok()));
         }

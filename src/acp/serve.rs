@@ -16,12 +16,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_client_protocol::Lines;
-use futures::{SinkExt, StreamExt};
+use futures::{SinkExt, StreamExt, TryStreamExt};
+use tokio::io::AsyncBufReadExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{Callback, ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_util::compat::TokioAsyncWriteCompatExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::Exit;
@@ -157,25 +159,58 @@ async fn connection(stream: TcpStream, peer: SocketAddr, token: &str, manager: M
         }
     };
     tracing::info!(%peer, "client connected");
-    let (sink, stream) = socket.split();
-    let outgoing = sink
-        .sink_map_err(std::io::Error::other)
-        .with(|line: String| async move { Ok::<_, std::io::Error>(Message::text(line)) });
+    if let Err(e) = serve_socket(socket, manager).await {
+        tracing::warn!(%peer, error = %e, "connection ended with an error");
+    }
+    tracing::info!(%peer, "client gone; its turns were cancelled");
+}
+
+/// One WebSocket message as one line for the stdio framing: a newline or carriage return can only be
+/// whitespace between JSON tokens (inside a string it must be escaped), so they become spaces.
+fn as_line(mut bytes: Vec<u8>) -> Vec<u8> {
+    for byte in &mut bytes {
+        if matches!(*byte, b'\n' | b'\r') {
+            *byte = b' ';
+        }
+    }
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Serve ACP over an accepted socket through the same framing as stdio ([`super::stdio::Transport`]: bounded
+/// lines, an answer to every unreadable message): each incoming text or binary message is one line, and each
+/// outgoing line one text message.
+async fn serve_socket<S>(
+    socket: WebSocketStream<S>,
+    manager: Manager,
+) -> Result<(), agent_client_protocol::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sink, stream) = socket.split();
     let incoming = stream
         .take_while(|message| std::future::ready(!matches!(message, Ok(Message::Close(_)) | Err(_))))
         .filter_map(|message| {
             std::future::ready(match message {
-                Ok(Message::Text(text)) => Some(Ok(text.as_str().to_string())),
-                Ok(Message::Binary(bytes)) => {
-                    Some(String::from_utf8(bytes.to_vec()).map_err(std::io::Error::other))
-                }
+                Ok(Message::Text(text)) => Some(Ok(as_line(text.as_bytes().to_vec()))),
+                Ok(Message::Binary(bytes)) => Some(Ok(as_line(bytes.to_vec()))),
                 _ => None,
             })
-        });
-    if let Err(e) = super::serve_with(Lines::new(Box::pin(outgoing), Box::pin(incoming)), manager).await {
-        tracing::warn!(%peer, error = %e, "connection ended with an error");
-    }
-    tracing::info!(%peer, "client gone; its turns were cancelled");
+        })
+        .into_async_read();
+    let (agent_side, pump_side) = tokio::io::duplex(1 << 16);
+    let transport = super::stdio::Transport::new(agent_side.compat_write(), Box::pin(incoming));
+    let pump = async move {
+        let mut lines = tokio::io::BufReader::new(pump_side).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if sink.send(Message::text(line)).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.close().await;
+    };
+    let (served, ()) = tokio::join!(super::serve_with(transport, manager), pump);
+    served
 }
 
 fn say(text: &str) {
@@ -266,5 +301,11 @@ mod tests {
         assert!(!token_matches(&a, &b));
         assert!(!token_matches(&a, &a[..63]));
         assert!(!token_matches(&a, ""));
+    }
+
+    #[test]
+    fn a_message_becomes_one_line_whatever_whitespace_it_carries() {
+        assert_eq!(as_line(b"{\n  \"id\": 1\r\n}".to_vec()), b"{   \"id\": 1  }\n".to_vec());
+        assert_eq!(as_line(Vec::new()), b"\n".to_vec());
     }
 }

@@ -1,7 +1,8 @@
 //! Scheduled work: jobs that run a prompt in their session when a cron expression matches. Jobs fire only while
 //! tinycode runs: a firing missed while it was not running is skipped, never caught up. A job whose last run is
 //! still going skips the next firing; a one-shot job is removed once it fired; a recurring job expires
-//! [`MAX_AGE`] after it was made. Durable jobs are kept in the store and claimed there before each firing, so
+//! [`MAX_AGE`] after it was made. A recurring job fires up to [`MAX_JITTER`] after each match, by an offset
+//! fixed by its id, so many jobs on `0 * * * *` do not all ask the model in the same second. Durable jobs are kept in the store and claimed there before each firing, so
 //! two tinycode processes never run the same firing twice.
 //!
 //! The scheduler reads the time from a [`Clock`]: the system clock, one that starts at a given wall time and
@@ -25,6 +26,9 @@ pub use cron::{Cron, Zone};
 
 /// How long a recurring job lives.
 pub const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3_600);
+/// The latest a recurring job fires after its expression matches (less than a minute, so it never reaches the
+/// next match).
+pub const MAX_JITTER: Duration = Duration::from_secs(30);
 /// Jobs one session may have.
 pub const MAX_JOBS_PER_SESSION: usize = 20;
 /// With the system clock, the loop looks at the time at least this often (a suspended laptop, a changed clock).
@@ -104,6 +108,21 @@ pub struct Job {
     pub created_at: i64,
 }
 
+impl Job {
+    /// How long after each match this job fires: 0 for one-shot jobs, else an offset below [`MAX_JITTER`]
+    /// derived from the id (FNV-1a), the same in every process.
+    pub fn jitter_ms(&self) -> i64 {
+        if !self.recurring {
+            return 0;
+        }
+        let hash = self
+            .id
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        (hash % MAX_JITTER.as_millis() as u64) as i64
+    }
+}
+
 /// Runs a job's firing. `false`: the job's session is gone, drop the job.
 pub trait Runner: Send + Sync {
     fn fire(&self, job: Job, due: i64) -> BoxFuture<'_, bool>;
@@ -159,9 +178,15 @@ impl Scheduler {
         cron.next_after(after_ms.div_euclid(1_000), self.zone).map(|secs| secs * 1_000)
     }
 
+    /// `job`'s first firing after `after_ms` (ms), jitter included.
+    fn next_for(&self, job: &Job, after_ms: i64) -> Option<i64> {
+        let jitter = job.jitter_ms();
+        self.next_after(&job.cron, after_ms - jitter).map(|at| at + jitter)
+    }
+
     /// Schedule `job`; returns its first firing. A session past [`MAX_JOBS_PER_SESSION`] is refused.
     pub fn add(&self, job: Job) -> Result<Option<i64>, String> {
-        let next = self.next_firing(&job.cron);
+        let next = self.next_for(&job, self.now_ms());
         let mut state = lock(&self.state);
         let count = state.jobs.values().filter(|e| e.job.session_id == job.session_id).count();
         if count >= MAX_JOBS_PER_SESSION && !state.jobs.contains_key(&job.id) {
@@ -214,8 +239,7 @@ impl Scheduler {
         for entry in jobs.values_mut() {
             let Some(at) = entry.next.filter(|at| *at <= now) else { continue };
             let expired = entry.job.recurring && now - entry.job.created_at > MAX_AGE.as_millis() as i64;
-            entry.next =
-                if entry.job.recurring && !expired { self.next_after(&entry.job.cron, now) } else { None };
+            entry.next = if entry.job.recurring && !expired { self.next_for(&entry.job, now) } else { None };
             if expired {
                 over.push(entry.job.clone());
                 continue;
@@ -340,7 +364,9 @@ mod tests {
     async fn a_recurring_job_fires_on_each_match_of_its_expression_under_paused_time() {
         let scheduler = Arc::new(Scheduler::new(Clock::starting_at(START), Zone::Utc));
         let recorder = Arc::new(Recorder::default());
-        assert_eq!(scheduler.add(job("j1", "*/15 * * * *", true)), Ok(Some(START + 15 * 60_000)));
+        let j1 = job("j1", "*/15 * * * *", true);
+        let jitter = j1.jitter_ms();
+        assert_eq!(scheduler.add(j1), Ok(Some(START + 15 * 60_000 + jitter)));
         let stop = CancellationToken::new();
         let loop_task = tokio::spawn({
             let (scheduler, recorder, stop) = (scheduler.clone(), recorder.clone(), stop.clone());
@@ -349,11 +375,27 @@ mod tests {
         until_fired(&recorder, 2).await;
         assert_eq!(
             *lock(&recorder.fired),
-            vec![("j1".to_string(), START + 15 * 60_000), ("j1".to_string(), START + 30 * 60_000)]
+            vec![
+                ("j1".to_string(), START + 15 * 60_000 + jitter),
+                ("j1".to_string(), START + 30 * 60_000 + jitter)
+            ]
         );
-        assert_eq!(scheduler.now_ms(), START + 30 * 60_000, "time moved only as far as the firings");
+        assert_eq!(scheduler.now_ms(), START + 30 * 60_000 + jitter, "time moved only as far as the firings");
         stop.cancel();
         loop_task.await.unwrap();
+    }
+
+    #[test]
+    fn recurring_jobs_fire_a_fixed_offset_under_half_a_minute_after_the_match_and_one_shots_on_it() {
+        let offsets: Vec<i64> =
+            (0..200).map(|n| job(&format!("cron_{n}"), "0 * * * *", true).jitter_ms()).collect();
+        assert!(offsets.iter().all(|o| (0..MAX_JITTER.as_millis() as i64).contains(o)), "{offsets:?}");
+        let distinct: HashSet<i64> = offsets.iter().copied().collect();
+        assert!(distinct.len() > 150, "offsets spread out: {} distinct of 200", distinct.len());
+        assert_eq!(job("cron_7", "0 * * * *", true).jitter_ms(), offsets[7], "the same id, the same offset");
+        assert_eq!(job("cron_7", "0 * * * *", false).jitter_ms(), 0);
+        // FNV-1a of "j1" (0x08c11307b5646164) modulo 30,000 ms: fixed across processes and releases.
+        assert_eq!(job("j1", "* * * * *", true).jitter_ms(), (0x08c1_1307_b564_6164_u64 % 30_000) as i64);
     }
 
     #[tokio::test(start_paused = true)]

@@ -1,12 +1,16 @@
-//! Plays the executable transcripts in `protocol/scenarios/` against the real binary, frame by frame.
+//! Plays the executable transcripts in `protocol/scenarios/` against the real binary, frame by frame: over
+//! stdio (`tinycode acp`) and over WebSocket (`tinycode serve`, one message per frame).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use futures::{SinkExt, StreamExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, Reply};
@@ -57,8 +61,113 @@ fn reply(value: &Value) -> Reply {
     }
 }
 
-async fn play(scenario: &Path) {
-    let name = scenario.display().to_string();
+/// How the scenario's frames reach the binary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Stdio,
+    WebSocket,
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// A running binary and the frames to and from it.
+enum Wire {
+    Stdio { child: Child, stdin: Option<ChildStdin>, stdout: Lines<BufReader<ChildStdout>> },
+    WebSocket { child: Child, socket: Option<Socket> },
+}
+
+impl Wire {
+    async fn start(via: Via, mut command: Command) -> Wire {
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).kill_on_drop(true);
+        match via {
+            Via::Stdio => {
+                let mut child = command.arg("acp").stderr(Stdio::null()).spawn().unwrap();
+                let stdin = child.stdin.take();
+                let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+                Wire::Stdio { child, stdin, stdout }
+            }
+            Via::WebSocket => {
+                let mut child = command
+                    .args(["serve", "--listen", "127.0.0.1:0"])
+                    .env("RUST_LOG", "off")
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let (url, token) = announced(&mut child).await;
+                let mut request = url.as_str().into_client_request().unwrap();
+                request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+                let address = url.trim_start_matches("ws://").trim_end_matches('/');
+                let stream = tokio::net::TcpStream::connect(address).await.unwrap();
+                let (socket, _) = tokio_tungstenite::client_async(request, stream).await.unwrap();
+                Wire::WebSocket { child, socket: Some(socket) }
+            }
+        }
+    }
+
+    async fn send(&mut self, line: &str) {
+        match self {
+            Wire::Stdio { stdin, .. } => {
+                let stdin = stdin.as_mut().unwrap();
+                stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+                stdin.flush().await.unwrap();
+            }
+            Wire::WebSocket { socket, .. } => {
+                socket.as_mut().unwrap().send(Message::text(line)).await.unwrap()
+            }
+        }
+    }
+
+    /// The next frame, or `None` when the agent closed its side.
+    async fn recv(&mut self) -> Option<String> {
+        match self {
+            Wire::Stdio { stdout, .. } => stdout.next_line().await.unwrap(),
+            Wire::WebSocket { socket, .. } => loop {
+                match socket.as_mut().unwrap().next().await? {
+                    Ok(Message::Text(text)) => return Some(text.as_str().to_string()),
+                    Ok(Message::Close(_)) | Err(_) => return None,
+                    Ok(_) => {}
+                }
+            },
+        }
+    }
+
+    /// Close the client's side and wait for the binary: stdin EOF ends `acp`; `serve` outlives its clients and
+    /// stops on SIGTERM.
+    async fn finish(mut self) -> std::process::ExitStatus {
+        let child = match &mut self {
+            Wire::Stdio { child, stdin, .. } => {
+                drop(stdin.take());
+                child
+            }
+            Wire::WebSocket { child, socket } => {
+                socket.take().unwrap().close(None).await.unwrap();
+                let pid = child.id().unwrap() as i32;
+                // SAFETY: signalling the child this test spawned, by its pid.
+                assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+                child
+            }
+        };
+        tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap()
+    }
+}
+
+/// The address and token `tinycode serve` prints on stderr.
+async fn announced(child: &mut Child) -> (String, String) {
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let (mut url, mut token) = (None, None);
+    while url.is_none() || token.is_none() {
+        let line = tokio::time::timeout(PATIENCE, lines.next_line()).await.unwrap().unwrap().unwrap();
+        if let Some((_, rest)) = line.split_once("ACP over WebSocket at ") {
+            url = Some(rest.trim().to_string());
+        } else if let Some(rest) = line.strip_prefix("token (shown once): ") {
+            token = Some(rest.trim().to_string());
+        }
+    }
+    (url.unwrap(), token.unwrap())
+}
+
+async fn play(scenario: &Path, via: Via) {
+    let name = format!("{} over {via:?}", scenario.display());
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().join("work");
     std::fs::create_dir_all(&cwd).unwrap();
@@ -82,22 +191,15 @@ async fn play(scenario: &Path) {
     let model = FakeModel::start(replies).await;
     // The model list would arrive at a racy moment as a `config_option_update`; scenarios run without one.
     model.set_models(None);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinycode"))
-        .arg("acp")
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
+    command
         .env_clear()
         .env("HOME", dir.path())
         .env("XDG_CONFIG_HOME", dir.path().join("config"))
         .env("TINYCODE_DATA_DIR", dir.path().join("data"))
         .env("TINYCODE_BASE_URL", &model.base_url)
-        .env("TINYCODE_MODEL", "fake-model")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        .env("TINYCODE_MODEL", "fake-model");
+    let mut wire = Wire::start(via, command).await;
     // Every frame is checked against the ACP schema, except `send_raw` lines (broken on purpose).
     let tap = Tap::default();
     for (n, line) in lines.iter().enumerate() {
@@ -105,24 +207,22 @@ async fn play(scenario: &Path) {
         let at = format!("{name}:{}", n + 1);
         if let Some(frame) = value.get("send") {
             tap.line(From::Client, &frame.to_string());
-            stdin.write_all(format!("{frame}\n").as_bytes()).await.unwrap();
+            wire.send(&frame.to_string()).await;
         } else if let Some(raw) = value.get("send_raw").and_then(Value::as_str) {
-            stdin.write_all(format!("{raw}\n").as_bytes()).await.unwrap();
+            wire.send(raw).await;
         } else if let Some(expected) = value.get("recv") {
-            let got = tokio::time::timeout(PATIENCE, stdout.next_line())
+            let got = tokio::time::timeout(PATIENCE, wire.recv())
                 .await
-                .unwrap_or_else(|_| panic!("{at}: no frame"));
-            let got = got.unwrap().unwrap();
+                .unwrap_or_else(|_| panic!("{at}: no frame"))
+                .unwrap_or_else(|| panic!("{at}: the agent closed the connection"));
             tap.line(From::Agent, &got);
             let got: Value = serde_json::from_str(&got).unwrap();
             if let Err(e) = matches(expected, &got, &mut vars, &at) {
                 panic!("{e}\nframe: {got}");
             }
         }
-        stdin.flush().await.unwrap();
     }
-    drop(stdin);
-    let status = tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap();
+    let status = wire.finish().await;
     assert!(status.success(), "{name}: agent exited with {status:?}");
     tap.assert_valid();
     model.assert_done();
@@ -148,7 +248,16 @@ async fn every_protocol_scenario_plays_frame_by_frame_against_the_binary() {
     let all = scenarios();
     assert!(all.len() >= 3, "{all:?}");
     for scenario in all {
-        play(&scenario).await;
+        play(&scenario, Via::Stdio).await;
+    }
+}
+
+#[tokio::test]
+async fn every_protocol_scenario_plays_frame_by_frame_over_websocket_against_tinycode_serve() {
+    let all = scenarios();
+    assert!(all.len() >= 3, "{all:?}");
+    for scenario in all {
+        play(&scenario, Via::WebSocket).await;
     }
 }
 

@@ -169,3 +169,21 @@ async fn a_dropped_connection_cancels_its_turn_and_kills_the_processes_it_starte
     assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
     server.model.assert_done();
 }
+
+#[tokio::test]
+async fn serve_refuses_an_address_other_machines_reach_unless_allowed_and_never_listens() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tinycode"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env("TINYCODE_DATA_DIR", data.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: refusing to listen on 0.0.0.0:0: it is not a loopback address. Forward a loopback port over SSH instead, or pass --allow-remote to accept connections from other machines.\n"
+    );
+}

@@ -85,7 +85,8 @@ async fn a_durable_job_fires_after_a_restart_without_an_editor_and_its_turn_is_s
     // Any request that needs the store waits until it is open, and opening it schedules the stored jobs.
     h.client.call(acp::ListSessionsRequest::new()).await.unwrap();
     let mut events = h.bus.subscribe();
-    clock.set(START + 30 * 60_000);
+    // 08:00:10 plus the longest offset a recurring job may fire after its match.
+    clock.set(START + 30 * 60_000 + tinycode::schedule::MAX_JITTER.as_millis() as i64);
     let ran = async {
         loop {
             if let tinycode::bus::Event::JobRan { session_id, .. } = events.recv().await.unwrap() {

@@ -178,10 +178,9 @@ impl Scheduler {
         cron.next_after(after_ms.div_euclid(1_000), self.zone).map(|secs| secs * 1_000)
     }
 
-    /// `job`'s first firing after `after_ms` (ms), jitter included.
+    /// When `job` fires for its first match after `after_ms` (ms): that match plus the job's jitter.
     fn next_for(&self, job: &Job, after_ms: i64) -> Option<i64> {
-        let jitter = job.jitter_ms();
-        self.next_after(&job.cron, after_ms - jitter).map(|at| at + jitter)
+        self.next_after(&job.cron, after_ms).map(|at| at + job.jitter_ms())
     }
 
     /// Schedule `job`; returns its first firing. A session past [`MAX_JOBS_PER_SESSION`] is refused.

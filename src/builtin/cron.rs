@@ -113,11 +113,17 @@ async fn execute_create(ctx: Context, args: Value) -> Result<ToolOutput, ToolErr
         recurring: flag(&args, "recurring", true)?,
         durable: flag(&args, "durable", false)?,
     };
+    let wanted_durable = new.durable;
     let job = jobs(&ctx)?.create(new).await.map_err(ToolError::retry)?;
-    let output = format!(
+    let mut output = format!(
         "Scheduled {}. It runs only while tinycode runs; a firing missed meanwhile is skipped.",
         describe(&job)
     );
+    if wanted_durable && !job.durable {
+        output.push_str(
+            " Durable jobs are turned off in the user's configuration, so this one ends with the session.",
+        );
+    }
     Ok(ToolOutput { metadata: json!(job), ..ToolOutput::text(output) })
 }
 

@@ -149,6 +149,9 @@ pub struct Config {
     pub permission_rules: Vec<crate::permission::Rule>,
     /// Scheduled jobs may be made and fire (`[cron] enabled`, `TINYCODE_DISABLE_CRON=1`; off anywhere wins).
     pub cron: bool,
+    /// Jobs may be kept across restarts (`[cron] durable`, `TINYCODE_DISABLE_DURABLE_CRON=1`; off anywhere wins);
+    /// when not, a durable job is made session-only.
+    pub cron_durable: bool,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -178,6 +181,15 @@ struct Layer {
 #[serde(deny_unknown_fields)]
 struct CronLayer {
     enabled: Option<bool>,
+    durable: Option<bool>,
+}
+
+/// Two layers' values of an on/off switch where off anywhere wins.
+fn off_wins(high: Option<bool>, low: Option<bool>) -> Option<bool> {
+    match (high, low) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (a, b) => a.or(b),
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -274,10 +286,13 @@ impl Layer {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
-            // Any layer that turns scheduled jobs off wins.
-            cron: match (self.cron.and_then(|c| c.enabled), lower.cron.and_then(|c| c.enabled)) {
-                (Some(false), _) | (_, Some(false)) => Some(CronLayer { enabled: Some(false) }),
-                (a, b) => a.or(b).map(|enabled| CronLayer { enabled: Some(enabled) }),
+            // Any layer that turns scheduled jobs (or durable ones) off wins.
+            cron: match (self.cron, lower.cron) {
+                (Some(high), Some(low)) => Some(CronLayer {
+                    enabled: off_wins(high.enabled, low.enabled),
+                    durable: off_wins(high.durable, low.durable),
+                }),
+                (a, b) => a.or(b),
             },
         }
     }
@@ -305,10 +320,16 @@ impl Layer {
             model: sources.var("TINYCODE_MODEL").map(String::from),
             data_dir: sources.var("TINYCODE_DATA_DIR").map(PathBuf::from),
             max_turn_requests: number("TINYCODE_MAX_TURN_REQUESTS")?,
-            cron: sources
-                .var("TINYCODE_DISABLE_CRON")
-                .filter(|v| !matches!(v.trim(), "0" | "false" | "no"))
-                .map(|_| CronLayer { enabled: Some(false) }),
+            cron: {
+                let off = |name: &str| {
+                    sources.var(name).filter(|v| !matches!(v.trim(), "0" | "false" | "no")).map(|_| false)
+                };
+                let layer = CronLayer {
+                    enabled: off("TINYCODE_DISABLE_CRON"),
+                    durable: off("TINYCODE_DISABLE_DURABLE_CRON"),
+                };
+                (layer != CronLayer::default()).then_some(layer)
+            },
             ..Layer::default()
         })
     }
@@ -481,7 +502,8 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
-            cron: layer.cron.and_then(|c| c.enabled).unwrap_or(true),
+            cron: layer.cron.as_ref().and_then(|c| c.enabled).unwrap_or(true),
+            cron_durable: layer.cron.and_then(|c| c.durable).unwrap_or(true),
         }
     }
 }
@@ -512,6 +534,26 @@ mod tests {
         if let Some(request) = Config::load(s, cwd, &trust).unwrap().untrusted {
             trust.grant(&request).unwrap();
         }
+    }
+
+    #[test]
+    fn scheduling_and_durable_jobs_are_on_by_default_and_off_in_any_layer_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let switches = |env: &[(&str, &str)]| {
+            let config = load(&sources(env, Some(&home)), &cwd).unwrap();
+            (config.cron, config.cron_durable)
+        };
+        assert_eq!(switches(&[]), (true, true));
+        assert_eq!(switches(&[("TINYCODE_DISABLE_DURABLE_CRON", "1")]), (true, false));
+        assert_eq!(switches(&[("TINYCODE_DISABLE_DURABLE_CRON", "0")]), (true, true));
+        write(&home.join("tinycode/config.toml"), "[cron]\ndurable = false\n");
+        write(&cwd.join(".tinycode/config.toml"), "[cron]\nenabled = true\ndurable = true\n");
+        assert_eq!(switches(&[]), (true, false), "the project cannot turn durable jobs back on");
+        assert_eq!(switches(&[("TINYCODE_DISABLE_CRON", "yes")]), (false, false));
+        write(&cwd.join(".tinycode/config.toml"), "[cron]\nenabled = false\n");
+        assert_eq!(switches(&[]), (false, false));
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct SessionJobs {
     pub session_id: String,
     pub scheduler: Arc<Scheduler>,
     pub store: Option<Store>,
+    /// Durable jobs are allowed (else `durable` jobs are made session-only).
+    pub durable: bool,
 }
 
 fn shown(job: &Job, next: Option<i64>) -> ToolJob {
@@ -55,7 +57,7 @@ impl SessionJobs {
             cron,
             prompt: new.prompt,
             recurring: new.recurring,
-            durable: new.durable,
+            durable: new.durable && self.durable,
             created_at: self.scheduler.now_ms(),
         };
         if job.durable {

@@ -254,6 +254,7 @@ impl Manager {
                 session_id: row.id.clone(),
                 scheduler: self.scheduler.clone(),
                 store: session.store.clone(),
+                durable: session.config().cron_durable,
             })));
         }
         session.watch_models();

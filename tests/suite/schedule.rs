@@ -169,3 +169,27 @@ async fn the_off_switch_turns_scheduling_off_for_the_tools() {
     assert!(h.client.log.permission_requests.lock().unwrap().is_empty(), "nothing was asked");
     h.model.assert_done();
 }
+
+#[tokio::test]
+async fn with_durable_jobs_turned_off_a_durable_job_is_made_for_the_session_only_and_the_model_is_told() {
+    let h = Setup::new(vec![
+        create("c", json!({"cron": "0 9 * * *", "prompt": "standup", "recurring": false, "durable": true})),
+        answer(&["ok"]),
+    ])
+    .config("[cron]\ndurable = false")
+    .clock(Clock::Manual(ManualClock::new(START)))
+    .start()
+    .await;
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "remind me at nine").await.unwrap();
+    let created = tool_result(&h.model.messages(1), "c");
+    let id = created.split_whitespace().nth(1).unwrap().to_string();
+    assert_eq!(
+        created,
+        format!(
+            "Scheduled {id} `0 9 * * *` (once, ends with this session; next 2026-12-01T09:00:00.000Z): standup. It runs only while tinycode runs; a firing missed meanwhile is skipped. Durable jobs are turned off in the user's configuration, so this one ends with the session."
+        )
+    );
+    h.model.assert_done();
+}

@@ -54,4 +54,5 @@ pub mod session;
 pub mod shell;
 pub mod store;
 pub mod tool;
+pub mod web;
 pub mod workspace;

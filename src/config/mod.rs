@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub mod web;
+
 /// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when nothing names one.
@@ -131,6 +133,10 @@ struct Layer {
     context_window: Option<u64>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
+    webfetch: Option<web::WebfetchSection>,
+    /// USER FILE ONLY: as `webfetch`.
+    websearch: Option<web::WebsearchSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -198,6 +204,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
                 (a, b) => a.or(b),
             },
+            webfetch: self.webfetch.or(lower.webfetch),
+            websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => {
                     Some(ShellLayer { client_terminals: a.client_terminals.or(b.client_terminals) })
@@ -257,7 +265,14 @@ impl Config {
             Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"))?,
             None => Layer::default(),
         };
-        let project = Layer::from_file(&Self::project_file(cwd))?;
+        let mut project = Layer::from_file(&Self::project_file(cwd))?;
+        let (webfetch, websearch) = (project.webfetch.take(), project.websearch.take());
+        if webfetch.is_some() || websearch.is_some() {
+            tracing::warn!(
+                file = %Self::project_file(cwd).display(),
+                "[webfetch] and [websearch] are ignored in a project's config: only the user's own file may set them"
+            );
+        }
         let merged = Layer::from_env(sources)?.under(project).under(user);
         Ok(Self::resolve(merged, sources))
     }

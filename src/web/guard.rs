@@ -25,6 +25,8 @@ pub enum Refusal {
     Localhost(String),
     #[error("{0} is a single-label host name (local network names are refused)")]
     SingleLabel(String),
+    #[error("{host} is allowed only on the ports webfetch.allow_private names, not on {port}")]
+    PortNotAllowed { host: String, port: u16 },
     #[error("{host} resolves to a private address: {address} ({range})")]
     PrivateAnswer { host: String, address: IpAddr, range: &'static str },
 }
@@ -112,6 +114,7 @@ impl Policy {
     }
 
     fn allows(&self, host: &str, port: Option<u16>) -> bool {
+        let host = host.trim_end_matches('.');
         port.is_some_and(|port| self.allowed.iter().any(|a| a.host == host && a.port == port))
     }
 
@@ -127,8 +130,13 @@ impl Policy {
         }
         let host = url.host().ok_or(Refusal::NoHost)?;
         let shown = url.host_str().unwrap_or_default().to_string();
-        if self.allows(&shown, url.port_or_known_default()) {
+        let port = url.port_or_known_default();
+        if self.allows(&shown, port) {
             return Ok(());
+        }
+        // The resolver lets an allowed name's private answers through whatever the port, so the port is held here.
+        if matches!(host, Host::Domain(_)) && self.allows_name(&shown) {
+            return Err(Refusal::PortNotAllowed { host: shown, port: port.unwrap_or(0) });
         }
         let ip = match host {
             Host::Ipv4(v4) => IpAddr::V4(v4),
@@ -325,8 +333,11 @@ mod tests {
         assert_eq!(check(&policy, "http://localhost:3000/app"), Ok(()));
         assert_eq!(check(&policy, "http://127.0.0.1:8080/"), Ok(()));
         assert_eq!(check(&policy, "http://[::1]:5173/"), Ok(()));
-        assert_eq!(check(&policy, "http://localhost:3001/"), Err(Refusal::Localhost("localhost".into())));
-        assert_eq!(check(&policy, "http://localhost/"), Err(Refusal::Localhost("localhost".into())));
+        assert_eq!(
+            check(&policy, "http://localhost:3001/"),
+            Err(Refusal::PortNotAllowed { host: "localhost".into(), port: 3001 })
+        );
+        assert_eq!(check(&policy, "http://localhost/"), Err(Refusal::PortNotAllowed { host: "localhost".into(), port: 80 }));
         assert!(check(&policy, "http://127.0.0.1:8081/").is_err());
         assert!(check(&policy, "http://127.0.0.2:8080/").is_err());
         assert!(check(&policy, "http://2130706433:8080/").is_ok(), "the same address in another spelling");

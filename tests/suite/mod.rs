@@ -11,3 +11,4 @@ mod sessions;
 mod settings;
 mod shell;
 mod turn;
+mod web;

@@ -3,3 +3,4 @@ pub mod client;
 pub mod fake_model;
 pub mod snapshot;
 pub mod tools;
+pub mod web_server;

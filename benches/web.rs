@@ -106,7 +106,10 @@ async fn main() {
     // Warm up: builds the client, opens the connection, fills the allocator.
     let first = registry.execute("webfetch", context(), fetch(0)).await;
     assert!(!first.is_error, "{}", first.output);
-    assert!(first.output.contains("```rust\nfn handler_3(request: &Request)"), "code blocks keep their language");
+    assert!(
+        first.output.contains("```rust\nfn handler_3(request: &Request)"),
+        "code blocks keep their language"
+    );
     assert!(first.output.contains("| 503 | dependency down | yes |"), "tables survive");
 
     const RUNS: usize = 50;
@@ -131,5 +134,9 @@ async fn main() {
         median(uncached.clone()),
         p95(uncached)
     );
-    println!("the same fetch answered from the cache: median {:?}, p95 {:?}", median(cached.clone()), p95(cached));
+    println!(
+        "the same fetch answered from the cache: median {:?}, p95 {:?}",
+        median(cached.clone()),
+        p95(cached)
+    );
 }

@@ -149,8 +149,9 @@ impl Plan {
 
 fn parse(args: &Value) -> Result<Plan, ToolError> {
     let raw = arg_str(args, "url")?.trim();
-    let url = Url::parse(raw)
-        .map_err(|e| ToolError::retry(format!("`url` must be an absolute http or https URL (`{raw}`: {e})")))?;
+    let url = Url::parse(raw).map_err(|e| {
+        ToolError::retry(format!("`url` must be an absolute http or https URL (`{raw}`: {e})"))
+    })?;
     let method = match arg_opt_str(args, "method")?.map(|m| m.trim().to_ascii_uppercase()) {
         None => Method::GET,
         Some(m) if matches!(m.as_str(), "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS") => {
@@ -211,7 +212,9 @@ fn accept(format: Format) -> &'static str {
 /// bothering the user, and nothing is sent.
 fn preview(policy: &Policy, args: &Value) -> Result<Preview, ToolError> {
     let plan = parse(args)?;
-    policy.check(&plan.request.url).map_err(|refusal| ToolError::retry(format!("Refused: {refusal}. Nothing was fetched.")))?;
+    policy
+        .check(&plan.request.url)
+        .map_err(|refusal| ToolError::retry(format!("Refused: {refusal}. Nothing was fetched.")))?;
     let mut presentation = present(args, Path::new(""));
     presentation.patterns = vec![host_pattern(&plan.request.url)];
     Ok(Preview { presentation, plan: Arc::new(plan), category: None })
@@ -281,8 +284,18 @@ fn render(page: Page, format: Format, limit: usize, head_only: bool) -> Result<T
     });
     let size = page.declared_length.map_or(page.body.len() as u64, |n| n.max(page.body.len() as u64));
     if head_only {
-        let output = format!("HTTP {}\nURL: {}\nContent-Type: {content_type}\nContent-Length: {}", page.status, page.url, page.declared_length.map_or("unknown".into(), |n| n.to_string()));
-        return Ok(ToolOutput { output, metadata, failed: !page.status.is_success(), ..ToolOutput::default() });
+        let output = format!(
+            "HTTP {}\nURL: {}\nContent-Type: {content_type}\nContent-Length: {}",
+            page.status,
+            page.url,
+            page.declared_length.map_or("unknown".into(), |n| n.to_string())
+        );
+        return Ok(ToolOutput {
+            output,
+            metadata,
+            failed: !page.status.is_success(),
+            ..ToolOutput::default()
+        });
     }
     if let Body::Image(mime) = kind {
         return image(&page, mime, limit, metadata);
@@ -290,10 +303,16 @@ fn render(page: Page, format: Format, limit: usize, head_only: bool) -> Result<T
     let (title, text) = match kind {
         Body::Binary => (
             None,
-            format!("Binary content ({content_type}, {size} bytes) is not shown: webfetch returns text, HTML and images."),
+            format!(
+                "Binary content ({content_type}, {size} bytes) is not shown: webfetch returns text, HTML and images."
+            ),
         ),
         Body::Html => {
-            let converted = convert::html(&convert::decode(&page.body, page.content_type.as_deref(), true), &page.url, format);
+            let converted = convert::html(
+                &convert::decode(&page.body, page.content_type.as_deref(), true),
+                &page.url,
+                format,
+            );
             (converted.title, converted.text)
         }
         _ => (None, convert::decode(&page.body, page.content_type.as_deref(), false)),
@@ -307,7 +326,10 @@ fn render(page: Page, format: Format, limit: usize, head_only: bool) -> Result<T
         head.push_str(&format!("Title: {title}\n"));
     }
     if page.truncated {
-        head.push_str(&format!("Note: the body was cut at {}; what follows is its beginning.\n", megabytes(limit)));
+        head.push_str(&format!(
+            "Note: the body was cut at {}; what follows is its beginning.\n",
+            megabytes(limit)
+        ));
     }
     Ok(ToolOutput { output: format!("{head}\n{text}"), metadata, ..ToolOutput::default() })
 }
@@ -322,7 +344,12 @@ fn image(page: &Page, mime: &str, limit: usize, metadata: Value) -> Result<ToolO
         )));
     }
     let data = base64::engine::general_purpose::STANDARD.encode(&page.body);
-    Ok(ToolOutput { output: format!("data:{mime};base64,{data}"), metadata, bounded: true, ..ToolOutput::default() })
+    Ok(ToolOutput {
+        output: format!("data:{mime};base64,{data}"),
+        metadata,
+        bounded: true,
+        ..ToolOutput::default()
+    })
 }
 
 #[cfg(test)]

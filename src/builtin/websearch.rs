@@ -37,9 +37,10 @@ impl WebSearch {
             return ready.clone().map_err(|e| ToolError::execution(e.to_string()));
         }
         let Search { api_key, url } = self.settings.clone();
-        let built = tokio::task::spawn_blocking(move || Searcher::new(&url, &api_key, SEARCH_TIMEOUT).map(Arc::new))
-            .await
-            .unwrap_or_else(|e| Err(SearchError::Network(e.to_string())));
+        let built =
+            tokio::task::spawn_blocking(move || Searcher::new(&url, &api_key, SEARCH_TIMEOUT).map(Arc::new))
+                .await
+                .unwrap_or_else(|e| Err(SearchError::Network(e.to_string())));
         self.searcher.get_or_init(|| built).clone().map_err(|e| ToolError::execution(e.to_string()))
     }
 }
@@ -72,7 +73,11 @@ fn present(args: &Value, _cwd: &Path) -> Presentation {
     let query = args.get("query").and_then(Value::as_str).unwrap_or("").trim();
     let short: String = query.chars().take(80).collect();
     let ellipsis = if short.len() < query.len() { "…" } else { "" };
-    Presentation { title: format!("Search the web: {short}{ellipsis}"), kind: Kind::Fetch, ..Presentation::default() }
+    Presentation {
+        title: format!("Search the web: {short}{ellipsis}"),
+        kind: Kind::Fetch,
+        ..Presentation::default()
+    }
 }
 
 /// A list of domains: an array of strings (a single string with commas is forgiven).
@@ -88,7 +93,9 @@ fn domains(args: &Value, name: &str) -> Result<Vec<String>, ToolError> {
                 })
             })
             .collect::<Result<_, _>>()?,
-        Some(other) => return Err(ToolError::retry(format!("`{name}` must be an array of domain names, got {other}"))),
+        Some(other) => {
+            return Err(ToolError::retry(format!("`{name}` must be an array of domain names, got {other}")));
+        }
     };
     Ok(items.iter().map(|d| normalize_domain(d)).filter(|d| !d.is_empty()).collect())
 }
@@ -102,7 +109,9 @@ fn parse(args: &Value) -> Result<Query, ToolError> {
         None => DEFAULT_NUM_RESULTS,
         Some(n) if (1..=MAX_NUM_RESULTS).contains(&n) => n,
         Some(n) => {
-            return Err(ToolError::retry(format!("`num_results` must be from 1 to {MAX_NUM_RESULTS}, got {n}")));
+            return Err(ToolError::retry(format!(
+                "`num_results` must be from 1 to {MAX_NUM_RESULTS}, got {n}"
+            )));
         }
     };
     Ok(Query {
@@ -168,7 +177,10 @@ mod tests {
             parse(&json!({"query": "x", "num_results": 0})).unwrap_err(),
             ToolError::retry("`num_results` must be from 1 to 25, got 0")
         );
-        assert_eq!(parse(&json!({"query": "  "})).unwrap_err(), ToolError::retry("`query` must not be empty"));
+        assert_eq!(
+            parse(&json!({"query": "  "})).unwrap_err(),
+            ToolError::retry("`query` must not be empty")
+        );
         assert_eq!(
             parse(&json!({"query": "x", "include_domains": [1]})).unwrap_err(),
             ToolError::retry("`include_domains` must be an array of domain names, got 1 in it")
@@ -185,7 +197,12 @@ mod tests {
                 snippet: "An async runtime.".into(),
                 published: Some("2025-03-01T00:00:00.000Z".into()),
             },
-            Hit { title: "docs".into(), url: "https://docs.rs/tokio".into(), snippet: String::new(), published: None },
+            Hit {
+                title: "docs".into(),
+                url: "https://docs.rs/tokio".into(),
+                snippet: String::new(),
+                published: None,
+            },
         ];
         assert_eq!(
             render(&q, &hits),

@@ -30,7 +30,10 @@ impl TryFrom<String> for PrivateHost {
         let bad = |why: &str| format!("`{entry}` in webfetch.allow_private: {why}");
         let (host, port) =
             entry.rsplit_once(':').ok_or_else(|| bad("give the port too, as in \"localhost:3000\""))?;
-        if host.is_empty() || host.contains(['/', '@', '?', '#']) || (host.contains(':') && !host.starts_with('[')) {
+        if host.is_empty()
+            || host.contains(['/', '@', '?', '#'])
+            || (host.contains(':') && !host.starts_with('['))
+        {
             return Err(bad("expected host:port (IPv6 in brackets: \"[::1]:3000\")"));
         }
         let port: u16 = port.parse().map_err(|_| bad("the port must be a number from 1 to 65535"))?;
@@ -87,7 +90,8 @@ impl WebSettings {
             Some(home) => read(&home.join("tinycode").join("config.toml"))?,
             None => UserSections::default(),
         };
-        let url = sections.websearch.and_then(|s| s.base_url).unwrap_or_else(|| DEFAULT_SEARCH_URL.to_string());
+        let url =
+            sections.websearch.and_then(|s| s.base_url).unwrap_or_else(|| DEFAULT_SEARCH_URL.to_string());
         Ok(WebSettings {
             allow_private: sections.webfetch.map(|w| w.allow_private).unwrap_or_default(),
             search: sources.var("EXA_API_KEY").map(|key| Search { api_key: key.to_string(), url }),

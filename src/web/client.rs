@@ -95,7 +95,11 @@ pub enum Fetched {
     Page(Page),
     /// A redirect that was not followed: to another host (the model is told and may fetch it, which asks the
     /// user about that host), or to a URL the guard refuses (`refused` says why; e.g. `file://`).
-    Redirect { from: Url, to: String, refused: Option<Refusal> },
+    Redirect {
+        from: Url,
+        to: String,
+        refused: Option<Refusal>,
+    },
 }
 
 /// The guarded client. Cheap to share: one per process.
@@ -160,7 +164,14 @@ impl Fetcher {
         } else {
             (Vec::new(), false)
         };
-        Ok(Fetched::Page(Page { url, status: response.status(), content_type, declared_length, body, truncated }))
+        Ok(Fetched::Page(Page {
+            url,
+            status: response.status(),
+            content_type,
+            declared_length,
+            body,
+            truncated,
+        }))
     }
 
     /// Read at most `max_bytes` of the body; past that the response is dropped, which closes the connection.
@@ -217,7 +228,8 @@ fn redirect_policy(policy: Policy, max: usize) -> reqwest::redirect::Policy {
             let to = attempt.url().to_string();
             return attempt.error(HopError::Refused { to, refusal });
         }
-        let same_host = attempt.previous().first().is_some_and(|first| first.host_str() == attempt.url().host_str());
+        let same_host =
+            attempt.previous().first().is_some_and(|first| first.host_str() == attempt.url().host_str());
         if same_host { attempt.follow() } else { attempt.stop() }
     })
 }

@@ -103,8 +103,10 @@ impl Body {
     /// their headers; everything else (and anything that must be sniffed) is read.
     pub fn worth_reading(content_type: Option<&str>) -> bool {
         let essence = essence(content_type);
-        matches!(essence.as_str(), "" | "application/octet-stream" | "binary/octet-stream" | "unknown/unknown")
-            || essence == "text/html"
+        matches!(
+            essence.as_str(),
+            "" | "application/octet-stream" | "binary/octet-stream" | "unknown/unknown"
+        ) || essence == "text/html"
             || essence == "application/xhtml+xml"
             || textual(&essence)
             || image(&essence).is_some()
@@ -113,7 +115,8 @@ impl Body {
 
 fn sniff(bytes: &[u8]) -> Body {
     let head = &bytes[..bytes.len().min(1024)];
-    let start = String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().to_ascii_lowercase();
+    let start =
+        String::from_utf8_lossy(head).trim_start_matches('\u{feff}').trim_start().to_ascii_lowercase();
     if start.starts_with("<!doctype html") || start.starts_with("<html") {
         return Body::Html;
     }
@@ -164,14 +167,17 @@ pub struct Converted {
 
 /// Left out of the whole page when no main content is found: site chrome, forms, embedded media.
 const SHELL: [&str; 14] = [
-    "script", "style", "meta", "head", "nav", "header", "footer", "aside", "form", "noscript", "template", "iframe",
-    "svg", "button",
+    "script", "style", "meta", "head", "nav", "header", "footer", "aside", "form", "noscript", "template",
+    "iframe", "svg", "button",
 ];
 /// Removed before Readability looks at a page.
-const CHROME: &str = "nav, [role=navigation], body > header, body > footer, script, style, noscript, template";
+const CHROME: &str =
+    "nav, [role=navigation], body > header, body > footer, script, style, noscript, template";
 /// Left out of a page's own main element: what sites put inside it that is not content.
-const INSIDE_MAIN: [&str; 12] =
-    ["script", "style", "meta", "head", "nav", "aside", "form", "noscript", "template", "iframe", "svg", "button"];
+const INSIDE_MAIN: [&str; 12] = [
+    "script", "style", "meta", "head", "nav", "aside", "form", "noscript", "template", "iframe", "svg",
+    "button",
+];
 
 /// Convert an HTML page fetched from `url` to `format`. The page is parsed once. Its main content is the one
 /// `<article>` or `<main>` element when the page marks it so; otherwise Readability (`dom_smoothie`) finds it;
@@ -222,7 +228,8 @@ fn readable(document: Document, url: &Url, format: Format) -> Option<dom_smoothi
     let mut readability = Readability::with_document(document, Some(url.as_str()), Some(config))
         .map_err(|e| tracing::debug!(error = %e, "readability refused the page"))
         .ok()?;
-    let article = readability.parse().map_err(|e| tracing::debug!(error = %e, "no main content found")).ok()?;
+    let article =
+        readability.parse().map_err(|e| tracing::debug!(error = %e, "no main content found")).ok()?;
     (!article.text_content.trim().is_empty()).then_some(article)
 }
 

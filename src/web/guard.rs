@@ -72,7 +72,9 @@ fn blocked_v6(ip: Ipv6Addr) -> Option<&'static str> {
         [0, 0, 0, 0, 0, 0, 0, 0] => "::, unspecified",
         [0, 0, 0, 0, 0, 0, 0, 1] => "::1, loopback",
         [0, 0, 0, 0, 0, 0, _, _] => "::/96, IPv4-compatible IPv6",
-        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => return blocked_v4(embedded).map(|_| "64:ff9b::/96, NAT64 of a private IPv4 address"),
+        [0x64, 0xff9b, 0, 0, 0, 0, _, _] => {
+            return blocked_v4(embedded).map(|_| "64:ff9b::/96, NAT64 of a private IPv4 address");
+        }
         [0x64, 0xff9b, 1, ..] => "64:ff9b:1::/48, local-use NAT64",
         [0x100, 0, 0, 0, ..] => "100::/64, discard-only",
         [0x2001, 0, ..] => "2001::/32, Teredo",
@@ -243,7 +245,8 @@ mod tests {
     #[test]
     fn every_spelling_of_a_private_ipv4_literal_is_refused() {
         let policy = Policy::default();
-        let loopback = || Refusal::PrivateAddress { host: "127.0.0.1".into(), range: "127.0.0.0/8, loopback" };
+        let loopback =
+            || Refusal::PrivateAddress { host: "127.0.0.1".into(), range: "127.0.0.0/8, loopback" };
         for url in [
             "http://127.0.0.1/",
             "http://2130706433/",
@@ -260,7 +263,8 @@ mod tests {
         ] {
             assert_eq!(check(&policy, url), Err(loopback()), "{url}");
         }
-        let metadata = Refusal::PrivateAddress { host: "169.254.169.254".into(), range: "169.254.0.0/16, link-local" };
+        let metadata =
+            Refusal::PrivateAddress { host: "169.254.169.254".into(), range: "169.254.0.0/16, link-local" };
         for url in ["http://169.254.169.254/latest/meta-data/", "http://0xa9fea9fe/", "http://2852039166/"] {
             assert_eq!(check(&policy, url), Err(metadata.clone()), "{url}");
         }
@@ -288,12 +292,20 @@ mod tests {
                 "IPv4-mapped IPv6 (::ffff:0:0/96) of a private IPv4 address",
             ),
             ("http://[::127.0.0.1]/", "[::7f00:1]", "::/96, IPv4-compatible IPv6"),
-            ("http://[64:ff9b::169.254.169.254]/", "[64:ff9b::a9fe:a9fe]", "64:ff9b::/96, NAT64 of a private IPv4 address"),
+            (
+                "http://[64:ff9b::169.254.169.254]/",
+                "[64:ff9b::a9fe:a9fe]",
+                "64:ff9b::/96, NAT64 of a private IPv4 address",
+            ),
             ("http://[fd00::1]:8080/", "[fd00::1]", "fc00::/7, unique local"),
             ("http://[fe80::1]/", "[fe80::1]", "fe80::/10, link-local"),
         ];
         for (url, host, range) in cases {
-            assert_eq!(check(&policy, url), Err(Refusal::PrivateAddress { host: host.into(), range }), "{url}");
+            assert_eq!(
+                check(&policy, url),
+                Err(Refusal::PrivateAddress { host: host.into(), range }),
+                "{url}"
+            );
         }
     }
 
@@ -315,7 +327,10 @@ mod tests {
         assert_eq!(check(&policy, "https://:secret@example.com/"), Err(Refusal::Credentials));
         assert_eq!(check(&policy, "http://localhost/"), Err(Refusal::Localhost("localhost".into())));
         assert_eq!(check(&policy, "http://LOCALHOST./"), Err(Refusal::Localhost("localhost.".into())));
-        assert_eq!(check(&policy, "http://api.localhost:80/"), Err(Refusal::Localhost("api.localhost".into())));
+        assert_eq!(
+            check(&policy, "http://api.localhost:80/"),
+            Err(Refusal::Localhost("api.localhost".into()))
+        );
         assert_eq!(check(&policy, "http://intranet/"), Err(Refusal::SingleLabel("intranet".into())));
         assert_eq!(check(&policy, "http://router./"), Err(Refusal::SingleLabel("router.".into())));
         assert_eq!(check(&policy, "https://example.com/a?b=c"), Ok(()));
@@ -337,7 +352,10 @@ mod tests {
             check(&policy, "http://localhost:3001/"),
             Err(Refusal::PortNotAllowed { host: "localhost".into(), port: 3001 })
         );
-        assert_eq!(check(&policy, "http://localhost/"), Err(Refusal::PortNotAllowed { host: "localhost".into(), port: 80 }));
+        assert_eq!(
+            check(&policy, "http://localhost/"),
+            Err(Refusal::PortNotAllowed { host: "localhost".into(), port: 80 })
+        );
         assert!(check(&policy, "http://127.0.0.1:8081/").is_err());
         assert!(check(&policy, "http://127.0.0.2:8080/").is_err());
         assert!(check(&policy, "http://2130706433:8080/").is_ok(), "the same address in another spelling");

@@ -27,7 +27,9 @@ pub struct System;
 impl Lookup for System {
     fn lookup(&self, host: &str) -> BoxFuture<'static, io::Result<Vec<IpAddr>>> {
         let host = host.to_string();
-        Box::pin(async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.map(|a| a.ip()).collect()) })
+        Box::pin(
+            async move { Ok(tokio::net::lookup_host((host.as_str(), 0)).await?.map(|a| a.ip()).collect()) },
+        )
     }
 }
 

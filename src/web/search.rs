@@ -104,15 +104,22 @@ impl Searcher {
             body["excludeDomains"] = json!(query.exclude_domains);
         }
         let response =
-            self.http.post(&self.url).header("x-api-key", &self.key).json(&body).send().await.map_err(|e| {
-                if e.is_timeout() { SearchError::Timeout(self.timeout) } else { SearchError::Network(e.to_string()) }
-            })?;
+            self.http.post(&self.url).header("x-api-key", &self.key).json(&body).send().await.map_err(
+                |e| {
+                    if e.is_timeout() {
+                        SearchError::Timeout(self.timeout)
+                    } else {
+                        SearchError::Network(e.to_string())
+                    }
+                },
+            )?;
         let status = response.status();
         let text = response.text().await.map_err(|e| SearchError::Network(e.to_string()))?;
         if !status.is_success() {
             return Err(SearchError::Service { status: status.as_u16(), message: service_message(&text) });
         }
-        let answer: Answer = serde_json::from_str(&text).map_err(|e| SearchError::Malformed(e.to_string()))?;
+        let answer: Answer =
+            serde_json::from_str(&text).map_err(|e| SearchError::Malformed(e.to_string()))?;
         Ok(answer
             .results
             .into_iter()
@@ -145,11 +152,12 @@ fn hit(raw: RawHit) -> Hit {
 /// The service's own words: its `error` or `message` field, else the start of the body.
 fn service_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let field = parsed.as_ref().and_then(|v| v.get("error").or_else(|| v.get("message"))).and_then(|v| match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_string),
-        _ => None,
-    });
+    let field =
+        parsed.as_ref().and_then(|v| v.get("error").or_else(|| v.get("message"))).and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Object(o) => o.get("message").and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        });
     let message = field.unwrap_or_else(|| body.trim().chars().take(500).collect());
     if message.is_empty() { "(no message)".into() } else { message }
 }
@@ -175,7 +183,8 @@ fn wanted(url: &str, query: &Query) -> bool {
     let Some(host) = Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_ascii_lowercase)) else {
         return false;
     };
-    let included = query.include_domains.is_empty() || query.include_domains.iter().any(|d| on_domain(&host, d));
+    let included =
+        query.include_domains.is_empty() || query.include_domains.iter().any(|d| on_domain(&host, d));
     included && !query.exclude_domains.iter().any(|d| on_domain(&host, d))
 }
 

@@ -44,7 +44,12 @@ fn fetcher(server: &WebServer, limits: Limits) -> Fetcher {
 }
 
 fn get(url: &str) -> Request {
-    Request { url: url.parse().unwrap(), method: reqwest::Method::GET, headers: Default::default(), body: None }
+    Request {
+        url: url.parse().unwrap(),
+        method: reqwest::Method::GET,
+        headers: Default::default(),
+        body: None,
+    }
 }
 
 fn page(fetched: Fetched) -> Page {
@@ -59,7 +64,11 @@ async fn server() -> WebServer {
     WebServer::start(|seen| {
         let path = seen.path.as_str();
         if let Some(n) = path.strip_prefix("/hop/").and_then(|n| n.parse::<u32>().ok()) {
-            return if n == 0 { Serve::ok("text/plain", "landed") } else { Serve::redirect(&format!("/hop/{}", n - 1)) };
+            return if n == 0 {
+                Serve::ok("text/plain", "landed")
+            } else {
+                Serve::redirect(&format!("/hop/{}", n - 1))
+            };
         }
         match path {
             "/ok" => Serve::ok("text/plain", "hello from loopback"),
@@ -72,7 +81,9 @@ async fn server() -> WebServer {
                 chunk: 64 * 1024,
             },
             "/big-length" => Serve::ok("text/plain", vec![b'b'; 6 * 1024 * 1024]),
-            "/stall" => Serve::Stall { content_type: "text/plain".into(), length: 1000, first: b"partial".to_vec() },
+            "/stall" => {
+                Serve::Stall { content_type: "text/plain".into(), length: 1000, first: b"partial".to_vec() }
+            }
             other => Serve::status(404, "text/plain", &format!("no route {other}")),
         }
     })
@@ -96,7 +107,10 @@ async fn the_allowed_loopback_host_is_fetched_and_every_other_way_to_it_is_refus
         (format!("http://0177.0.0.1:{port}/ok"), v4()),
         (format!("http://127.1:{port}/ok"), v4()),
         (format!("http://0x7f.0.0.1:{port}/ok"), v4()),
-        (format!("http://[::1]:{port}/ok"), Refusal::PrivateAddress { host: "[::1]".into(), range: "::1, loopback" }),
+        (
+            format!("http://[::1]:{port}/ok"),
+            Refusal::PrivateAddress { host: "[::1]".into(), range: "::1, loopback" },
+        ),
         (
             format!("http://[::ffff:127.0.0.1]:{port}/ok"),
             Refusal::PrivateAddress {
@@ -196,7 +210,10 @@ async fn redirects_to_the_metadata_address_or_a_mapped_loopback_are_refused_and_
         f.fetch(get(&format!("{base}/metadata"))).await,
         Err(FetchError::RedirectRefused {
             to: "http://169.254.169.254/latest/meta-data/".into(),
-            refusal: Refusal::PrivateAddress { host: "169.254.169.254".into(), range: "169.254.0.0/16, link-local" }
+            refusal: Refusal::PrivateAddress {
+                host: "169.254.169.254".into(),
+                range: "169.254.0.0/16, link-local"
+            }
         })
     );
     assert_eq!(
@@ -223,7 +240,10 @@ async fn redirects_to_the_metadata_address_or_a_mapped_loopback_are_refused_and_
 #[tokio::test]
 async fn a_redirect_to_another_host_is_reported_instead_of_followed() {
     let s = WebServer::start(|seen| match seen.path.as_str() {
-        "/away" => Serve::redirect(&format!("http://other.test:{}/there", seen.header("host").unwrap().rsplit(':').next().unwrap())),
+        "/away" => Serve::redirect(&format!(
+            "http://other.test:{}/there",
+            seen.header("host").unwrap().rsplit(':').next().unwrap()
+        )),
         _ => Serve::ok("text/plain", "there"),
     })
     .await;
@@ -263,7 +283,10 @@ async fn a_six_megabyte_body_is_cut_at_five_while_streaming() {
     assert_eq!((chunked.body.len(), chunked.truncated, chunked.declared_length), (FIVE_MB, true, None));
     assert!(chunked.body.iter().all(|b| *b == b'a'));
     let declared = page(f.fetch(get(&format!("{base}/big-length"))).await.unwrap());
-    assert_eq!((declared.body.len(), declared.truncated, declared.declared_length), (FIVE_MB, true, Some(6 * 1024 * 1024)));
+    assert_eq!(
+        (declared.body.len(), declared.truncated, declared.declared_length),
+        (FIVE_MB, true, Some(6 * 1024 * 1024))
+    );
 }
 
 #[tokio::test]
@@ -310,10 +333,13 @@ async fn the_model_reads_a_page_as_markdown_after_the_user_allows_the_url() {
     let article = fixture("article.html");
     let site = WebServer::start(move |_| Serve::html(&article)).await;
     let url = site.url("/posts/ownership/");
-    let h = Setup::new(vec![calls(&[("f1", "webfetch", &json!({"url": url}).to_string())]), answer(&["Read it."])])
-        .registry(tinycode::builtin::registry_with(&settings(&[&site], None)))
-        .start()
-        .await;
+    let h = Setup::new(vec![
+        calls(&[("f1", "webfetch", &json!({"url": url}).to_string())]),
+        answer(&["Read it."]),
+    ])
+    .registry(tinycode::builtin::registry_with(&settings(&[&site], None)))
+    .start()
+    .await;
     h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
     let session = h.session().await;
     h.client.prompt(&session, "read the post").await.unwrap();
@@ -331,10 +357,19 @@ async fn the_model_reads_a_page_as_markdown_after_the_user_allows_the_url() {
     assert!(result.starts_with(&expected_start), "{result}");
     assert!(result.contains("```rust\nfn main() {"), "{result}");
     assert!(result.contains("| One owner | Each value is dropped exactly once |"), "{result}");
-    assert!(result.ends_with(&format!("Read the [follow-up post on lifetimes]({}) next.", site.url("/posts/lifetimes/"))), "{result}");
+    assert!(
+        result.ends_with(&format!(
+            "Read the [follow-up post on lifetimes]({}) next.",
+            site.url("/posts/lifetimes/")
+        )),
+        "{result}"
+    );
     assert!(!result.contains("Popular posts") && !result.contains("Subscribe"), "{result}");
     assert_eq!(site.seen().len(), 1);
-    assert_eq!(site.seen()[0].header("accept"), Some("text/markdown;q=1.0, text/html;q=0.9, text/plain;q=0.8, */*;q=0.1"));
+    assert_eq!(
+        site.seen()[0].header("accept"),
+        Some("text/markdown;q=1.0, text/html;q=0.9, text/plain;q=0.8, */*;q=0.1")
+    );
     assert_eq!(finished(&h.transcript(&session), "f1")["status"], "completed");
     h.model.assert_done();
 }
@@ -383,9 +418,16 @@ async fn always_allow_is_remembered_for_the_host_and_plan_mode_may_fetch() {
     let session = h.session().await;
     h.client.call(acp::SetSessionModeRequest::new(session.clone(), "plan")).await.unwrap();
     h.client.prompt(&session, "read both").await.unwrap();
-    assert_eq!(h.client.log.permission_requests.lock().unwrap().len(), 1, "the second call to the host was not asked");
+    assert_eq!(
+        h.client.log.permission_requests.lock().unwrap().len(),
+        1,
+        "the second call to the host was not asked"
+    );
     assert_eq!(tool_result(&h.model.messages(1), "f1"), format!("URL: {}\n\npage /a", site.url("/a")));
-    assert_eq!(tool_result(&h.model.messages(2), "f2"), format!("URL: {}\n\npage /b?x=1", site.url("/b?x=1")));
+    assert_eq!(
+        tool_result(&h.model.messages(2), "f2"),
+        format!("URL: {}\n\npage /b?x=1", site.url("/b?x=1"))
+    );
     assert_eq!(site.paths(), vec!["/a", "/b?x=1"]);
 }
 
@@ -393,10 +435,14 @@ async fn always_allow_is_remembered_for_the_host_and_plan_mode_may_fetch() {
 async fn a_second_fetch_of_the_same_page_comes_from_the_cache() {
     let site = WebServer::start(|_| Serve::ok("text/plain", "once")).await;
     let args = json!({"url": site.url("/same")}).to_string();
-    let h = Setup::new(vec![calls(&[("f1", "webfetch", &args)]), calls(&[("f2", "webfetch", &args)]), answer(&["ok"])])
-        .registry(tinycode::builtin::registry_with(&settings(&[&site], None)))
-        .start()
-        .await;
+    let h = Setup::new(vec![
+        calls(&[("f1", "webfetch", &args)]),
+        calls(&[("f2", "webfetch", &args)]),
+        answer(&["ok"]),
+    ])
+    .registry(tinycode::builtin::registry_with(&settings(&[&site], None)))
+    .start()
+    .await;
     h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
     let session = h.session().await;
     h.client.prompt(&session, "twice").await.unwrap();
@@ -438,7 +484,8 @@ async fn websearch_is_offered_only_with_a_key_and_returns_the_services_results()
         ]}),
     )
     .await;
-    let args = json!({"query": "tokio runtime", "num_results": 3, "exclude_domains": ["spam.example"]}).to_string();
+    let args =
+        json!({"query": "tokio runtime", "num_results": 3, "exclude_domains": ["spam.example"]}).to_string();
     let h = Setup::new(vec![calls(&[("s1", "websearch", &args)]), answer(&["Found."])])
         .registry(tinycode::builtin::registry_with(&settings(&[], Some(&service))))
         .start()
@@ -464,10 +511,11 @@ async fn websearch_is_offered_only_with_a_key_and_returns_the_services_results()
 #[tokio::test]
 async fn an_error_from_the_search_service_is_told_to_the_model() {
     let service = exa(401, json!({"error": "Invalid API key"})).await;
-    let h = Setup::new(vec![calls(&[("s1", "websearch", r#"{"query": "x"}"#)]), answer(&["The key is wrong."])])
-        .registry(tinycode::builtin::registry_with(&settings(&[], Some(&service))))
-        .start()
-        .await;
+    let h =
+        Setup::new(vec![calls(&[("s1", "websearch", r#"{"query": "x"}"#)]), answer(&["The key is wrong."])])
+            .registry(tinycode::builtin::registry_with(&settings(&[], Some(&service))))
+            .start()
+            .await;
     let session = h.session().await;
     h.client.prompt(&session, "search").await.unwrap();
     assert_eq!(

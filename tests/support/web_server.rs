@@ -23,7 +23,11 @@ pub enum Answer {
 
 impl Answer {
     pub fn ok(content_type: &str, body: impl Into<Vec<u8>>) -> Answer {
-        Answer::Page { status: 200, headers: vec![("Content-Type".into(), content_type.into())], body: body.into() }
+        Answer::Page {
+            status: 200,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body: body.into(),
+        }
     }
 
     pub fn html(body: &str) -> Answer {
@@ -31,7 +35,11 @@ impl Answer {
     }
 
     pub fn status(status: u16, content_type: &str, body: &str) -> Answer {
-        Answer::Page { status, headers: vec![("Content-Type".into(), content_type.into())], body: body.into() }
+        Answer::Page {
+            status,
+            headers: vec![("Content-Type".into(), content_type.into())],
+            body: body.into(),
+        }
     }
 
     pub fn redirect(location: &str) -> Answer {
@@ -169,7 +177,8 @@ fn reason(status: u16) -> &'static str {
 async fn answer(stream: &mut TcpStream, answer: Answer) -> bool {
     match answer {
         Answer::Page { status, headers, body } => {
-            let mut head = format!("HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n", reason(status), body.len());
+            let mut head =
+                format!("HTTP/1.1 {status} {}\r\nContent-Length: {}\r\n", reason(status), body.len());
             for (k, v) in headers {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
@@ -177,7 +186,9 @@ async fn answer(stream: &mut TcpStream, answer: Answer) -> bool {
             stream.write_all(head.as_bytes()).await.is_ok() && stream.write_all(&body).await.is_ok()
         }
         Answer::Chunked { content_type, body, chunk } => {
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nTransfer-Encoding: chunked\r\n\r\n"
+            );
             if stream.write_all(head.as_bytes()).await.is_err() {
                 return false;
             }
@@ -191,7 +202,9 @@ async fn answer(stream: &mut TcpStream, answer: Answer) -> bool {
             stream.write_all(b"0\r\n\r\n").await.is_ok()
         }
         Answer::Stall { content_type, length, first } => {
-            let head = format!("HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {length}\r\n\r\n"
+            );
             let _ = stream.write_all(head.as_bytes()).await;
             let _ = stream.write_all(&first).await;
             std::future::pending::<()>().await;

@@ -38,7 +38,9 @@ fn arguments_default_to_a_markdown_get_and_bad_ones_are_errors_the_model_can_fix
     };
     assert_eq!(
         error(json!({"url": "example.com/page"})),
-        ToolError::retry("`url` must be an absolute http or https URL (`example.com/page`: relative URL without a base)")
+        ToolError::retry(
+            "`url` must be an absolute http or https URL (`example.com/page`: relative URL without a base)"
+        )
     );
     assert_eq!(
         error(json!({"url": "https://a.example/", "method": "TRACE"})),
@@ -134,7 +136,10 @@ fn pages_render_with_their_url_and_title_and_a_cut_body_says_so() {
 fn images_come_back_as_images_and_binary_files_are_described() {
     let png = b"\x89PNG\r\n\x1a\nrest";
     let out = render(page(Some("image/png"), png), Format::Markdown, 1024, false).unwrap();
-    assert_eq!(out.output, format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(png)));
+    assert_eq!(
+        out.output,
+        format!("data:image/png;base64,{}", base64::engine::general_purpose::STANDARD.encode(png))
+    );
     assert!(out.bounded, "an image is never cut by the preview");
     let mut big = page(Some("image/jpeg"), b"....");
     big.truncated = true;

@@ -103,7 +103,11 @@ print(config.workers)
 #[test]
 fn a_page_without_a_main_element_goes_through_readability_and_loses_its_chrome() {
     let converted = page("news.html", Format::Markdown);
-    assert_eq!(converted.title.as_deref(), Some("City council approves new bike lanes"), "the site name goes");
+    assert_eq!(
+        converted.title.as_deref(),
+        Some("City council approves new bike lanes"),
+        "the site name goes"
+    );
     assert_eq!(
         converted.text,
         "The city council voted 7 to 2 on Tuesday to build twelve kilometres of protected bike lanes along the river, the largest expansion of the network since it opened. Construction starts in the spring and should take two years.\n\nSupporters said the lanes would cut traffic and make the riverside safer for children cycling to school. Opponents worried about the loss of 300 parking spaces and asked for a study of the effect on local shops and the riverside café.\n\nThe plan costs €14 million, of which the regional government pays half. The council will publish the detailed route on its [website](https://blog.example/council/bike-plan) next month, followed by a public consultation.\n\n\"This is the most important decision on transport we have made in a decade,\" said the mayor, who has promised to finish the network before the next election."
@@ -113,7 +117,12 @@ fn a_page_without_a_main_element_goes_through_readability_and_loses_its_chrome()
 #[test]
 fn text_format_strips_the_tags_and_keeps_the_content() {
     let text = page("article.html", Format::Text).text;
-    assert!(text.starts_with("Understanding Ownership in Rust\n\nBy Ada Example on 3 February 2025\n\nOwnership is"), "{text}");
+    assert!(
+        text.starts_with(
+            "Understanding Ownership in Rust\n\nBy Ada Example on 3 February 2025\n\nOwnership is"
+        ),
+        "{text}"
+    );
     assert!(text.contains("fn main() {\n    let s1 = String::from(\"hello\");"), "{text}");
     assert!(text.contains("One owner Each value is dropped exactly once"), "{text}");
     for gone in ["<", "Popular posts", "Subscribe", "gtag", "font-family", "Privacy", "12 comments"] {
@@ -144,10 +153,17 @@ fn bodies_are_decoded_by_bom_then_declared_charset_then_meta_then_utf8() {
     assert_eq!(decode(latin1, Some("text/plain"), false), "caf\u{fffd}", "UTF-8 by default");
     let meta = b"<html><head><meta charset=\"windows-1252\"></head><body>\x80</body></html>";
     assert!(decode(meta, Some("text/html"), true).contains("<body>€</body>"));
-    assert!(decode(meta, Some("text/html; charset=utf-8"), true).contains("<body>\u{fffd}</body>"), "the header wins");
+    assert!(
+        decode(meta, Some("text/html; charset=utf-8"), true).contains("<body>\u{fffd}</body>"),
+        "the header wins"
+    );
     let http_equiv = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=ISO-8859-1\">\xe9";
     assert!(decode(http_equiv, None, true).ends_with('é'));
-    assert_eq!(decode(b"\xef\xbb\xbfhi \xe2\x9c\x93", Some("text/plain; charset=latin1"), false), "hi ✓", "a BOM wins");
+    assert_eq!(
+        decode(b"\xef\xbb\xbfhi \xe2\x9c\x93", Some("text/plain; charset=latin1"), false),
+        "hi ✓",
+        "a BOM wins"
+    );
     assert_eq!(decode("é".as_bytes().split_at(1).0, None, false), "\u{fffd}", "a cut character is replaced");
 }
 
@@ -168,7 +184,11 @@ fn the_kind_of_body_comes_from_its_type_or_is_sniffed() {
     assert_eq!(Body::of(None, b"plain words"), Body::Text);
     assert_eq!(Body::of(None, b"\x00\x01\x02binary"), Body::Binary);
     assert_eq!(Body::of(None, b"\xff\xfe\xfd"), Body::Binary);
-    assert!(Body::worth_reading(None) && Body::worth_reading(Some("text/css")) && Body::worth_reading(Some("image/gif")));
+    assert!(
+        Body::worth_reading(None)
+            && Body::worth_reading(Some("text/css"))
+            && Body::worth_reading(Some("image/gif"))
+    );
     assert!(!Body::worth_reading(Some("application/zip")) && !Body::worth_reading(Some("video/mp4")));
 }
 

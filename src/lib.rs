@@ -6,7 +6,7 @@
 //! editor --(ACP JSON-RPC on stdio)--> acp --> session --> agent (turn loop) --> llm (streaming HTTP)
 //!                                                 |            \--> tool registry --> permission (asks go back
 //!                                                 |             \      |             out through acp's seams)
-//!                                                 |              \     +--> builtin tools --> workspace, shell, control
+//!                                                 |              \     +--> builtin tools --> workspace, shell, control, web (guarded HTTP)
 //!                                                 \--------------+--> store (SQLite worker thread: sessions,
 //!                                                                      messages, todos, rules, usage)
 //! ```
@@ -20,6 +20,7 @@
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
+//! | `web`        | the service behind webfetch and websearch: the SSRF-guarded HTTP client of its own (URL check, guarded resolver, redirect policy, no proxy), HTML → Markdown, the response cache, the search client |
 //! | `shell`      | services the shell tools share: tokenizer and classifier, process groups, output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, remembered rules per project, the `Approver` seam |
@@ -36,9 +37,10 @@
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`) that `acp` implements.
 //!
-//! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
-//! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
-//! framework but its error type. CI greps for both.
+//! Inside the tool layer: `builtin → tool → {workspace, shell, control}`, and `builtin → web`. The framework
+//! (`tool`) never imports a built-in tool (only `builtin::registry()` knows them all), the shared services import
+//! nothing of the framework but its error type, and `web` imports nothing of the framework at all (it has its own
+//! errors). CI greps for all three.
 
 pub mod acp;
 pub mod agent;

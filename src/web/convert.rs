@@ -214,7 +214,7 @@ fn marked_main(document: &Document) -> Option<NodeRef<'_>> {
     ["article", "main, [role=main]"].into_iter().find_map(|selector| {
         let found = document.select(selector).nodes().to_vec();
         match found.as_slice() {
-            [only] if !only.text().trim().is_empty() => Some(*only),
+            [only] if only.normalized_char_count() > 1 => Some(*only),
             _ => None,
         }
     })

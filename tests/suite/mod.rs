@@ -25,4 +25,5 @@ mod streams;
 mod trap_workspace;
 mod trust;
 mod turn;
+mod web;
 mod wire;

@@ -9,3 +9,4 @@ pub mod snapshot;
 pub mod syntax;
 pub mod tools;
 pub mod trees;
+pub mod web_server;

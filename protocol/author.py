@@ -80,9 +80,10 @@ GREET = "fn greet() {\n    println!(\"hi\");\n}\n"
 
 def edit_turn(s, option, twice=False):
     s.add(files={"src/greet.rs": GREET})
-    s.models = [call("call_edit", "edit", {"file_path": "{cwd}/src/greet.rs", "old_string": "\"hi\"", "new_string": "\"hello\""})]
+    s.models = [call("call_read", "read", {"file_path": "{cwd}/src/greet.rs"}), call("call_edit", "edit", {"file_path": "{cwd}/src/greet.rs", "old_string": "\"hi\"", "new_string": "\"hello\""})]
     s.start()
     s.prompt("say hello")
+    s.fs_read("r0", GREET)
     s.fs_read("r1", GREET)
     s.ask("ask", option)
     after = GREET.replace("hi", "hello")
@@ -102,13 +103,13 @@ def edit_turn(s, option, twice=False):
 
 
 def bash_turn(s, option, twice=False):
-    s.models = [call("call_sh", "bash", {"command": "echo hi", "description": "Say hi"})]
+    s.models = [call("call_sh", "bash", {"command": "touch made.txt", "description": "Make a file"})]
     s.start()
     s.prompt("run echo")
     s.ask("ask", option)
     s.models.append(say("Ran it." if option.startswith("allow") else "Skipped."))
     if twice:
-        s.models += [call("call_sh2", "bash", {"command": "echo hi", "description": "Say hi again"}), say("Again.")]
+        s.models += [call("call_sh2", "bash", {"command": "touch made2.txt", "description": "Make another"}), say("Again.")]
         s.prompt("again")
 
 
@@ -157,7 +158,6 @@ def scenarios(profile):
     s.start()
     s.prompt("wait a while")
     s.send("session/cancel", {"sessionId": "{session}"}, notify=True, after={"method": "session/request_permission"})
-    s.ask("request", "allow_once")
     out["cancel_while_asking"] = s
 
     s = S(profile)
@@ -218,7 +218,7 @@ def scenarios(profile):
     out["set_mode_and_model"] = s
 
     s = S(profile)
-    s.models = [call("call_sh", "bash", {"command": "echo hi", "description": "Say hi"}), say("Ran it.")]
+    s.models = [call("call_sh", "bash", {"command": "touch made.txt", "description": "Make a file"}), say("Ran it.")]
     s.start()
     s.prompt("/permissions")
     s.prompt("run echo")
@@ -226,6 +226,7 @@ def scenarios(profile):
     s.prompt("/permissions")
     s.prompt("/permissions revoke 1")
     s.prompt("/permissions clear")
+    s.models.append(say("Summary: the user ran a command that made a file."))
     s.prompt("/compact")
     out["slash_commands"] = s
 
@@ -258,7 +259,7 @@ def scenarios(profile):
     if profile == "jetbrains":
         s = S(profile)
         s.add(config="[shell]\nclient_terminals = true\n")
-        s.models = [call("call_sh", "bash", {"command": "echo hi", "description": "Say hi"}), say("Ran it.")]
+        s.models = [call("call_sh", "bash", {"command": "touch made.txt", "description": "Make a file"}), say("Ran it.")]
         s.start()
         s.prompt("run echo")
         s.ask("ask", "allow_once")

@@ -257,7 +257,11 @@ impl Run {
             return Err(format!("frames that break the ACP schema:\n{}", violations.join("\n")));
         }
         if external_agent().is_none() {
-            self.model.assert_done();
+            let model = &self.model;
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model.assert_done())).map_err(|e| {
+                let message = e.downcast_ref::<String>().cloned().unwrap_or_default();
+                format!("the fake model's script does not fit: {message}")
+            })?;
         }
         Ok(())
     }
@@ -323,7 +327,8 @@ struct Recorder {
 }
 
 /// Keys whose string values are volatile identifiers, captured by name (`session`, `session2`, ...).
-const CAPTURED: [(&str, &str); 5] = [
+const CAPTURED: [(&str, &str); 6] = [
+    ("requestId", "request"),
     ("sessionId", "session"),
     ("messageId", "message"),
     ("terminalId", "terminal"),
@@ -439,7 +444,10 @@ impl Recorder {
             if is_request {
                 let name = match wait {
                     Wait::Request(name) => name.clone(),
-                    Wait::After(_) => self.new_name("request", &frame["id"].to_string(), &mut run.vars),
+                    Wait::After(_) => {
+                        let id = frame["id"].as_str().map(String::from).unwrap_or_else(|| frame["id"].to_string());
+                        self.new_name("request", &id, &mut run.vars)
+                    }
                     Wait::Answers => {
                         return Err(format!(
                             "{at}: the agent asked {frame}, but the next line is not an answer to it \
@@ -505,6 +513,18 @@ pub async fn record(scenario: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(scenario).map_err(|e| e.to_string())?;
     let mut run = Run::start(&text).await?;
     let mut rec = Recorder::default();
+    match record_lines(&mut run, &mut rec, &text, &name).await {
+        Ok(()) => {}
+        Err(e) => {
+            let tail = rec.out.iter().rev().take(8).rev().cloned().collect::<Vec<_>>().join("\n");
+            return Err(format!("{e}\nrecorded so far (last lines):\n{tail}"));
+        }
+    }
+    run.finish().await.map_err(|e| format!("{name}: {e}"))?;
+    Ok(rec.out.join("\n") + "\n")
+}
+
+async fn record_lines(run: &mut Run, rec: &mut Recorder, text: &str, name: &str) -> Result<(), String> {
     for text in text.lines().filter(|l| !l.trim().is_empty()) {
         if let Line::Send { frame, .. } = parse(text)? {
             strings(&frame, &mut rec.literals);
@@ -516,7 +536,7 @@ pub async fn record(scenario: &Path) -> Result<String, String> {
             Line::Setup => rec.out.push(text.to_string()),
             Line::Recv(_) | Line::RecvAnyOrder(_) => {}
             Line::Send { frame, after, any_order } => {
-                rec.wait(&mut run, &wait_before(&frame, after.as_ref())?, &at).await?;
+                rec.wait(run, &wait_before(&frame, after.as_ref())?, &at).await?;
                 rec.flush();
                 let frame = substitute(&frame, &run.vars);
                 run.send(&frame).await?;
@@ -529,7 +549,7 @@ pub async fn record(scenario: &Path) -> Result<String, String> {
                 }
             }
             Line::SendRaw(raw) => {
-                rec.wait(&mut run, &Wait::Answers, &at).await?;
+                rec.wait(run, &Wait::Answers, &at).await?;
                 rec.flush();
                 run.send_raw(&raw).await?;
                 rec.out.push(text.to_string());
@@ -543,8 +563,7 @@ pub async fn record(scenario: &Path) -> Result<String, String> {
             }
         }
     }
-    rec.wait(&mut run, &Wait::Answers, &format!("{name}: end")).await?;
+    rec.wait(run, &Wait::Answers, &format!("{name}: end")).await?;
     rec.flush();
-    run.finish().await.map_err(|e| format!("{name}: {e}"))?;
-    Ok(rec.out.join("\n") + "\n")
+    Ok(())
 }

@@ -264,7 +264,7 @@ def scenarios(profile):
         s.prompt("run echo")
         s.ask("ask", "allow_once")
         s.answer("t1", {"terminalId": "term-1"})
-        s.answer("t2", {"exitStatus": {"exitCode": 0, "signal": None}})
+        s.answer("t2", {"exitCode": 0, "signal": None})
         s.answer("t3", {"output": "hi\n", "truncated": False, "exitStatus": {"exitCode": 0, "signal": None}})
         s.answer("t4", {})
         out["client_terminal"] = s

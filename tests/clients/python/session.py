@@ -7,6 +7,7 @@ Prints one line per event; tests/suite/sdk_clients.rs compares the whole transcr
 """
 
 import asyncio
+import json
 import os
 import sys
 
@@ -23,7 +24,7 @@ from acp.schema import (
 
 
 def show(*words):
-    print(" ".join(str(w) for w in words), flush=True)
+    print(" ".join(w if isinstance(w, str) else json.dumps(w, separators=(",", ":")) for w in words), flush=True)
 
 
 class Client:
@@ -43,9 +44,9 @@ class Client:
     async def session_update(self, session_id, update, **kwargs):
         kind = update.session_update
         if kind in ("agent_message_chunk", "user_message_chunk", "agent_thought_chunk"):
-            show("update", kind, repr(update.content.text))
+            show("update", kind, json.dumps(update.content.text))
         elif kind == "tool_call":
-            show("update", kind, update.tool_call_id, update.kind, repr(update.title))
+            show("update", kind, update.tool_call_id, update.kind, json.dumps(update.title))
         elif kind == "tool_call_update":
             show("update", kind, update.tool_call_id, update.status)
             if update.tool_call_id == self.cancel_on and update.status == "in_progress":
@@ -60,7 +61,7 @@ class Client:
             return ReadTextFileResponse(content=f.read())
 
     async def write_text_file(self, session_id, path, content, **kwargs):
-        show("fs/write_text_file", self.rel(path), repr(content))
+        show("fs/write_text_file", self.rel(path), json.dumps(content))
         with open(path, "w") as f:
             f.write(content)
         return WriteTextFileResponse()
@@ -94,7 +95,7 @@ async def main(binary, cwd):
     answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("wait a while")])
     show("prompt", answer.stop_reason)
     await cm.__aexit__(None, None, None)
-    show("notes.txt", repr(open(os.path.join(cwd, "notes.txt")).read()))
+    show("notes.txt", json.dumps(open(os.path.join(cwd, "notes.txt")).read()))
 
     show("-- second process")
     client = Client(cwd)

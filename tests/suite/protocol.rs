@@ -14,7 +14,8 @@ fn scenarios() -> Vec<PathBuf> {
     for profile in std::fs::read_dir(root).unwrap() {
         for file in std::fs::read_dir(profile.unwrap().path()).unwrap() {
             let path = file.unwrap().path();
-            if path.extension().is_some_and(|e| e == "jsonl") && path.display().to_string().contains(&filter) {
+            if path.extension().is_some_and(|e| e == "jsonl") && path.display().to_string().contains(&filter)
+            {
                 found.push(path);
             }
         }
@@ -51,7 +52,13 @@ async fn every_protocol_scenario_plays_frame_by_frame_against_the_binary() {
     if let Some(agent) = scenario::external_agent() {
         eprintln!("conformance of `{agent}`: {} of {} scenarios pass", all.len() - failures.len(), all.len());
     }
-    assert!(failures.is_empty(), "{} of {} scenarios failed:\n{}", failures.len(), all.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n\n")
+    );
 }
 
 #[test]

@@ -70,7 +70,8 @@ async fn run_client(program: &Path, args: &[&Path]) -> String {
         .current_dir(&cwd)
         .kill_on_drop(true)
         .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), output).await.expect("client timed out").unwrap();
+    let output =
+        tokio::time::timeout(Duration::from_secs(120), output).await.expect("client timed out").unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
@@ -91,7 +92,8 @@ async fn the_typescript_sdk_client_runs_a_full_session_with_asks_cancel_and_load
     if !enabled("TypeScript") {
         return;
     }
-    let dir = PathBuf::from(std::env::var("TINYCODE_SDK_TS_DIR").expect("TINYCODE_SDK_TS_DIR: the npm install"));
+    let dir =
+        PathBuf::from(std::env::var("TINYCODE_SDK_TS_DIR").expect("TINYCODE_SDK_TS_DIR: the npm install"));
     // The script is copied next to the install so `import` finds the pinned SDK in its node_modules.
     let script = dir.join("session.mjs");
     std::fs::copy(scripts().join("ts/session.mjs"), &script).unwrap();
@@ -104,7 +106,8 @@ async fn the_python_sdk_client_runs_a_full_session_with_asks_cancel_and_load() {
     if !enabled("Python") {
         return;
     }
-    let python = PathBuf::from(std::env::var("TINYCODE_SDK_PYTHON").expect("TINYCODE_SDK_PYTHON: the venv's python"));
+    let python =
+        PathBuf::from(std::env::var("TINYCODE_SDK_PYTHON").expect("TINYCODE_SDK_PYTHON: the venv's python"));
     let transcript = run_client(&python, &[&scripts().join("python/session.py")]).await;
     assert_eq!(lines(&transcript), lines(TRANSCRIPT), "transcript:\n{transcript}");
 }

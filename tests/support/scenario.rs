@@ -23,7 +23,11 @@ pub type Vars = BTreeMap<String, Value>;
 enum Line {
     /// Setup lines (`files`, `config`, `model`), kept verbatim by the recorder.
     Setup,
-    Send { frame: Value, after: Option<Value>, any_order: bool },
+    Send {
+        frame: Value,
+        after: Option<Value>,
+        any_order: bool,
+    },
     SendRaw(String),
     Recv(Value),
     RecvAnyOrder(Vec<Value>),
@@ -65,7 +69,9 @@ pub fn substitute(value: &Value, vars: &Vars) -> Value {
             }))
         }
         Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, vars)).collect()),
-        Value::Object(map) => Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), substitute(v, vars))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -100,7 +106,12 @@ pub fn matches(expected: &Value, actual: &Value, vars: &mut Vars, at: &str) -> R
 
 /// Match `frames` (in arrival order) against `expected` in any order: each frame takes the first expected frame
 /// it matches; captures are kept only from the match that was taken.
-pub fn matches_any_order(expected: &[Value], frames: &[Value], vars: &mut Vars, at: &str) -> Result<(), String> {
+pub fn matches_any_order(
+    expected: &[Value],
+    frames: &[Value],
+    vars: &mut Vars,
+    at: &str,
+) -> Result<(), String> {
     let mut left: Vec<&Value> = expected.iter().collect();
     for frame in frames {
         let mut errors = Vec::new();
@@ -232,7 +243,9 @@ impl Run {
             .map_err(|e| e.to_string())?;
         let Some(line) = line else { return Ok(None) };
         self.tap.line(From::Agent, &line);
-        serde_json::from_str(&line).map(Some).map_err(|e| format!("agent wrote a line that is not JSON ({e}): {line}"))
+        serde_json::from_str(&line)
+            .map(Some)
+            .map_err(|e| format!("agent wrote a line that is not JSON ({e}): {line}"))
     }
 
     async fn recv(&mut self) -> Result<Value, String> {
@@ -352,7 +365,9 @@ fn strings(value: &Value, into: &mut BTreeSet<String>) {
 /// `true` when every field of `part` is in `whole` with an equal (or recursively contained) value.
 fn contains(whole: &Value, part: &Value) -> bool {
     match (whole, part) {
-        (Value::Object(w), Value::Object(p)) => p.iter().all(|(k, v)| w.get(k).is_some_and(|w| contains(w, v))),
+        (Value::Object(w), Value::Object(p)) => {
+            p.iter().all(|(k, v)| w.get(k).is_some_and(|w| contains(w, v)))
+        }
         (Value::Object(w), _) => w.values().any(|w| contains(w, part)),
         _ => whole == part,
     }
@@ -409,9 +424,9 @@ impl Recorder {
             Value::Array(items) => {
                 Value::Array(items.iter().map(|v| self.normalise(v, key, parent, vars)).collect())
             }
-            Value::Object(map) => Value::Object(
-                map.iter().map(|(k, v)| (k.clone(), self.normalise(v, k, key, vars))).collect(),
-            ),
+            Value::Object(map) => {
+                Value::Object(map.iter().map(|(k, v)| (k.clone(), self.normalise(v, k, key, vars))).collect())
+            }
             other => other.clone(),
         }
     }
@@ -445,7 +460,8 @@ impl Recorder {
                 let name = match wait {
                     Wait::Request(name) => name.clone(),
                     Wait::After(_) => {
-                        let id = frame["id"].as_str().map(String::from).unwrap_or_else(|| frame["id"].to_string());
+                        let id =
+                            frame["id"].as_str().map(String::from).unwrap_or_else(|| frame["id"].to_string());
                         self.new_name("request", &id, &mut run.vars)
                     }
                     Wait::Answers => {
@@ -457,7 +473,8 @@ impl Recorder {
                 };
                 run.vars.insert(name.clone(), frame["id"].clone());
                 expected["id"] = json!(format!("<capture:{name}>"));
-                let done = !matches!(wait, Wait::After(p) if !contains_anywhere(&frame, &substitute(p, &run.vars)));
+                let done =
+                    !matches!(wait, Wait::After(p) if !contains_anywhere(&frame, &substitute(p, &run.vars)));
                 self.keep(expected);
                 if done {
                     return Ok(());

@@ -247,7 +247,7 @@ def main():
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--binary", default=BINARY)
     args = parser.parse_args()
-    BINARY = args.binary
+    BINARY = os.path.abspath(args.binary)
     if not os.path.exists(BINARY):
         raise SystemExit("build first: cargo build --release")
     for what, bench in [("turn", bench_turn), ("search", bench_search), ("relay", bench_relay)]:

@@ -160,16 +160,20 @@ def make_tree(root, files=100_000, per_dir=100):
                 f.write(f"// file {i}\nfn item_{i}() {{}}\n" + ("// needle_here\n" if i % 1000 == 0 else ""))
 
 
+CALLS = iter(range(1_000_000))
+
+
 def tool_time(agent, sid, model, name, args):
-    marks = {}
+    """Client-side time from the tool call's `in_progress` to its `completed` update."""
+    marks, id_ = {}, f"t{next(CALLS)}"
 
     def on_update(update, at):
-        if update.get("toolCallId") == "t" and update.get("status") in ("in_progress", "completed", "failed"):
+        if update.get("toolCallId") == id_ and update.get("status") in ("in_progress", "completed", "failed"):
             marks[update["status"]] = at
 
-    model.replies = [call("t", name, args), [say("ok")]]
+    model.replies = [call(id_, name, args), [say("ok")]]
     agent.prompt(sid, "search", on_update)
-    assert "completed" in marks, marks
+    assert "completed" in marks and "in_progress" in marks, marks
     return (marks["completed"] - marks["in_progress"]) * 1000
 
 

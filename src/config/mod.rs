@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use trust::{Request, Standing, Trust};
+pub mod web;
 
 /// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -175,6 +176,10 @@ struct Layer {
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     cron: Option<CronLayer>,
+    /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
+    webfetch: Option<web::WebfetchSection>,
+    /// USER FILE ONLY: as `webfetch`.
+    websearch: Option<web::WebsearchSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -282,6 +287,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
                 (a, b) => a.or(b),
             },
+            webfetch: self.webfetch.or(lower.webfetch),
+            websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
@@ -342,6 +349,12 @@ impl Layer {
         {
             tracing::warn!(
                 "ignoring [shell] env_keep in the project's config file; set it in your own config"
+            );
+        }
+        let (webfetch, websearch) = (self.webfetch.take(), self.websearch.take());
+        if webfetch.is_some() || websearch.is_some() {
+            tracing::warn!(
+                "[webfetch] and [websearch] are ignored in a project's config: only the user's own file may set them"
             );
         }
         self

@@ -74,6 +74,73 @@ async fn an_edit_shows_the_full_diff_in_the_ask_and_writes_through_the_editor() 
     assert_eq!(done["locations"], json!([{"path": file, "line": 2}]));
 }
 
+/// The updates of one call, as the editor received them.
+fn call_updates(h: &Harness, session: &agent_client_protocol::v1::schema::SessionId, id: &str) -> Vec<Value> {
+    h.client.updates(session).into_iter().filter(|u| u["toolCallId"] == id).collect()
+}
+
+#[tokio::test]
+async fn an_edit_is_announced_before_matching_and_its_diff_crosses_the_wire_once() {
+    let h = Setup::new(vec![]).start().await;
+    let file = h.write("src/lib.rs", "fn a() {\n    1\n}\n");
+    let edit = json!({"file_path": file, "old_string": "    1", "new_string": "    2"}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("e".into(), "edit".into(), edit)]], "done"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    assert_eq!(stop(&h.client.prompt(&session, "change 1 to 2").await.unwrap()), json!("end_turn"));
+
+    let input = json!({"file_path": file, "old_string": "    1", "new_string": "    2"});
+    let diff = json!({"type": "diff", "path": file, "oldText": "fn a() {\n    1\n}\n", "newText": "fn a() {\n    2\n}\n"});
+    assert_eq!(
+        call_updates(&h, &session, "e"),
+        vec![
+            json!({"sessionUpdate": "tool_call", "toolCallId": "e", "title": "Edit src/lib.rs (matching…)", "kind": "edit", "status": "pending", "locations": [{"path": file}], "content": [], "rawInput": input, "_meta": {"name": "edit"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "title": "Edit src/lib.rs", "kind": "edit", "locations": [{"path": file, "line": 2}], "content": [diff]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed", "locations": [{"path": file, "line": 2}], "rawOutput": {"path": file, "strategy": "SimpleReplacer", "replacements": 1, "formatterError": null}}),
+        ]
+    );
+    assert_eq!(
+        ask_json(&h, 0)["toolCall"],
+        json!({"toolCallId": "e", "title": "Edit src/lib.rs", "kind": "edit", "status": "pending", "locations": [{"path": file, "line": 2}], "rawInput": input}),
+        "the ask refers to the call the editor has, without its diff"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_of_a_file_over_the_diff_limit_shows_the_changed_region_and_says_so_also_on_reload() {
+    let h = Setup::new(vec![]).config("max_diff_bytes = 200").start().await;
+    let original: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    let file = h.write("big.txt", &original);
+    let edit =
+        json!({"file_path": file, "old_string": "line 20\n", "new_string": "line twenty\n"}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("e".into(), "edit".into(), edit)]], "done"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "rename line 20").await.unwrap();
+
+    let shown = json!([
+        {"type": "content", "content": {"type": "text", "text": "The file is 0.0 MB, so only the changed region is shown: lines 17–23 of 41 before, 17–23 of 41 after (3 lines of context)."}},
+        {"type": "diff", "path": file, "oldText": "line 17\nline 18\nline 19\nline 20\nline 21\nline 22\nline 23", "newText": "line 17\nline 18\nline 19\nline twenty\nline 21\nline 22\nline 23"}
+    ]);
+    let updates = call_updates(&h, &session, "e");
+    assert_eq!(updates[1]["content"], shown);
+    assert_eq!(updates.len(), 4);
+    assert!(updates[3].get("content").is_none(), "the result shows what the card shows: {:#}", updates[3]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original.replace("line 20\n", "line twenty\n"));
+
+    let mut h = h;
+    h.restart().await;
+    h.client
+        .call(agent_client_protocol::v1::schema::LoadSessionRequest::new(session.clone(), h.cwd.clone()))
+        .await
+        .unwrap();
+    let replayed: Vec<Value> = call_updates(&h, &session, "e");
+    let revised =
+        replayed.iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u.get("content").is_some());
+    assert_eq!(revised.map(|u| u["content"].clone()), Some(shown), "{replayed:#?}");
+}
+
 #[tokio::test]
 async fn a_rejected_edit_leaves_the_file_untouched_and_the_model_is_told() {
     let h = Harness::start(vec![]).await;

@@ -201,10 +201,13 @@ fn ask_tool_call(ask: &Ask) -> acp::ToolCallUpdate {
     if !p.locations.is_empty() {
         fields = fields.locations(convert::locations(&p.locations));
     }
-    // A diff is already on the tool call the editor has (sent before the ask): the ask refers to that call
-    // instead of sending a file's text again, and ACP keeps content an update leaves out.
-    if !p.content.is_empty() && !p.content.iter().any(|c| matches!(c, Content::Diff { .. })) {
-        fields = fields.content(convert::contents(&p.content));
+    // Diffs are already on the tool call the editor has (sent before the ask): the ask refers to that call
+    // instead of sending a file's text again, and carries only its notes. An ask without content leaves the
+    // card's content as it is (ACP keeps content an update leaves out).
+    let notes: Vec<Content> =
+        p.content.iter().filter(|c| !matches!(c, Content::Diff { .. })).cloned().collect();
+    if !notes.is_empty() {
+        fields = fields.content(convert::contents(&notes));
     }
     acp::ToolCallUpdate::new(ask.call_id.clone(), fields)
 }

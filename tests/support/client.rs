@@ -709,6 +709,22 @@ impl Harness {
             .collect()
     }
 
+    /// The content the card of call `id` shows before it runs (what its permission ask refers to): the
+    /// content of the last `tool_call`/`tool_call_update` for it that carried some before it completed.
+    pub fn shown_content(&self, session: &acp::SessionId, id: &str) -> Value {
+        self.client
+            .updates(session)
+            .into_iter()
+            .filter(|u| {
+                u["toolCallId"] == id
+                    && u.get("content").is_some()
+                    && u.get("status") != Some(&Value::from("completed"))
+            })
+            .last()
+            .map(|u| u["content"].clone())
+            .unwrap_or(Value::Null)
+    }
+
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
         let sources = agent_sources(

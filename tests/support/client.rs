@@ -715,12 +715,12 @@ impl Harness {
         self.client
             .updates(session)
             .into_iter()
-            .filter(|u| {
+            .rev()
+            .find(|u| {
                 u["toolCallId"] == id
                     && u.get("content").is_some()
                     && u.get("status") != Some(&Value::from("completed"))
             })
-            .last()
             .map(|u| u["content"].clone())
             .unwrap_or(Value::Null)
     }

@@ -323,10 +323,10 @@ fn escape_normalized(content: &str, find: &str) -> Vec<String> {
         return found;
     }
     let starts = line_starts(&lines);
-    for i in 0..=lines.len() - wanted_lines.len() {
+    for (i, line) in lines[..=lines.len() - wanted_lines.len()].iter().enumerate() {
         // A window can only match if its first line normalises to the pattern's first line (or begins it,
         // when the line holds an escaped newline).
-        if !normalize_escapes(lines[i]).starts_with(first) {
+        if !normalize_escapes(line).starts_with(first) {
             continue;
         }
         let block = block(content, &starts, i, i + wanted_lines.len() - 1);

@@ -148,6 +148,8 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
+    pub max_diff_bytes: usize,
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -168,6 +170,7 @@ struct Layer {
     shell: Option<ShellLayer>,
     models: Option<Vec<String>>,
     context_window: Option<u64>,
+    max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
@@ -260,6 +263,7 @@ impl Layer {
             formatters: merge_maps(self.formatters, lower.formatters),
             models: self.models.or(lower.models),
             context_window: self.context_window.or(lower.context_window),
+            max_diff_bytes: self.max_diff_bytes.or(lower.max_diff_bytes),
             default_mode: self.default_mode.or(lower.default_mode),
             // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
             permission: match (self.permission, lower.permission) {
@@ -476,6 +480,7 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
+            max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
         }
     }
 }

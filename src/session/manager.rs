@@ -175,7 +175,8 @@ impl Manager {
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone()),
+                .with_environment(environment.clone())
+                .with_diff_limit(config.max_diff_bytes),
             ),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),

@@ -297,6 +297,8 @@ impl Session {
                 turn.run(&mut conversation, input, blocks).await
             }
         };
+        // Text the sink may still hold goes out before the prompt is answered.
+        self.sink().flush();
         debug_assert_eq!(conversation.history.check(), Ok(()));
         let mut active = lock(&self.active);
         if active.as_ref().is_some_and(|(n, _)| *n == number) {

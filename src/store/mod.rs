@@ -95,6 +95,12 @@ CREATE TABLE usage (
     reasoning_tokens INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 );
+"#, r#"
+ALTER TABLE sessions ADD COLUMN parent_id TEXT REFERENCES sessions (id) ON DELETE CASCADE;
+ALTER TABLE sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+CREATE INDEX sessions_by_parent ON sessions (parent_id, created_at);
+ALTER TABLE usage ADD COLUMN via TEXT;
 "#];
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;

@@ -39,7 +39,14 @@ pub fn def() -> Def {
         }),
         permission: Some(Category::Shell),
         present,
-        preview: Some(Arc::new(|_ctx, args| Box::pin(async move { preview(&args) }))),
+        preview: Some(Arc::new(|ctx, args| {
+            Box::pin(async move {
+                // A resumed task runs its own agent, whatever `subagent_type` says.
+                let resumed = arg_opt_str(&args, "task_id")?
+                    .and_then(|id| ctx.subagents.as_ref().and_then(|s| s.agent_of(id.trim())));
+                preview(&args, resumed.as_deref())
+            })
+        })),
         execute: Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
     }
 }
@@ -55,11 +62,12 @@ fn agent_of(args: &Value) -> &str {
     args.get("subagent_type").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()).unwrap_or("general")
 }
 
-/// Read-only agents ask as a read; a status check by id starts nothing.
-fn preview(args: &Value) -> Result<Preview, ToolError> {
+/// Read-only agents ask as a read; a status check by id starts nothing. `resumed` is the agent of the task
+/// `task_id` names.
+fn preview(args: &Value, resumed: Option<&str>) -> Result<Preview, ToolError> {
     let checking = args.get("task_id").and_then(Value::as_str).is_some_and(|id| !id.trim().is_empty())
         && args.get("prompt").and_then(Value::as_str).is_none_or(|p| p.trim().is_empty());
-    let read_only = READ_ONLY_AGENTS.contains(&agent_of(args)) || checking;
+    let read_only = READ_ONLY_AGENTS.contains(&resumed.unwrap_or(agent_of(args))) || checking;
     Ok(Preview {
         presentation: present(args, Path::new("")),
         plan: Arc::new(()),
@@ -137,11 +145,13 @@ mod tests {
 
     #[test]
     fn read_only_agents_and_status_checks_ask_as_reads_and_others_as_shell() {
-        let category = |args: Value| preview(&args).unwrap().category;
+        let category = |args: Value| preview(&args, None).unwrap().category;
         assert_eq!(category(json!({"description": "d", "prompt": "p", "subagent_type": "explore"})), Some(Category::Read));
         assert_eq!(category(json!({"description": "d", "prompt": "p"})), None);
         assert_eq!(category(json!({"description": "d", "prompt": "", "task_id": "t"})), Some(Category::Read));
         assert_eq!(category(json!({"description": "d", "prompt": "go on", "task_id": "t"})), None);
+        let resumed = preview(&json!({"description": "d", "prompt": "go on", "task_id": "t"}), Some("explore"));
+        assert_eq!(resumed.unwrap().category, Some(Category::Read));
     }
 
     #[tokio::test]

@@ -144,6 +144,10 @@ impl Subagents for Handle {
         })
     }
 
+    fn agent_of(&self, task_id: &str) -> Option<String> {
+        self.session.upgrade()?.children.get(task_id).map(|job| job.agent.clone())
+    }
+
     fn catalogue(&self) -> String {
         self.session.upgrade().map(|s| agents::catalogue(&s.agents)).unwrap_or_default()
     }

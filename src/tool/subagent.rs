@@ -32,6 +32,9 @@ pub trait Subagents: Send + Sync {
     /// the caller's depth.
     fn run(&self, ctx: Context, request: TaskRequest) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 
+    /// The agent that runs the task `task_id` of this session, if there is one (a resumed task asks as its agent).
+    fn agent_of(&self, task_id: &str) -> Option<String>;
+
     /// The agents a call may name, as lines for the tool's description (`- name: description`).
     fn catalogue(&self) -> String;
 

@@ -45,6 +45,16 @@ fn task_id(updates: &[Value], call_id: &str) -> String {
     finished(updates, call_id)["rawOutput"]["task_id"].as_str().unwrap().to_string()
 }
 
+/// The messages of every request of the parent session (its first prompt is `start it`), in order.
+fn parent_messages(h: &Harness) -> Vec<Vec<Value>> {
+    h.model
+        .requests()
+        .iter()
+        .map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m.get(1).is_some_and(|u| u["content"] == "start it"))
+        .collect()
+}
+
 fn asks(h: &Harness) -> Vec<Value> {
     h.client.log.permission_requests.lock().unwrap().iter().map(|r| serde_json::to_value(r).unwrap()).collect()
 }
@@ -153,22 +163,22 @@ async fn a_background_task_returns_at_once_reports_when_done_and_answers_a_statu
     let updates = h.client.updates(&session);
     let child = task_id(&updates, "t1");
     let running = json!({"task_id": child, "description": "Count things", "agent": "explore", "status": "running"});
-    assert_eq!(serde_json::from_str::<Value>(&tool_result(&h.model.messages(2), "t1")).unwrap(), running);
+    assert_eq!(serde_json::from_str::<Value>(&tool_result(&parent_messages(&h)[1], "t1")).unwrap(), running);
     h.client
         .wait_for("the child to finish", |_| progress(&h.client.updates(&session), "t1").last().is_some_and(|l| l.ends_with("✓ finished")))
         .await;
 
     h.model.script(vec![task("t2", json!({"description": "", "prompt": "", "task_id": child})), answer(&["ok"])]);
     h.client.prompt(&session, "how did it go?").await.unwrap();
-    let requests = h.model.requests();
-    let parent_request = requests.len() - 2;
-    let notice = h.model.messages(parent_request).last().unwrap()["content"].to_string();
+    let parent = parent_messages(&h);
+    assert_eq!(parent.len(), 4);
+    let notice = parent[2].last().unwrap()["content"].to_string();
     assert!(
         notice.contains(&format!("<task-notification task_id=\\\"{child}\\\" status=\\\"completed\\\">"))
             && notice.contains("background result"),
         "{notice}"
     );
-    let status = serde_json::from_str::<Value>(&tool_result(&h.model.messages(parent_request + 1), "t2")).unwrap();
+    let status = serde_json::from_str::<Value>(&tool_result(&parent[3], "t2")).unwrap();
     assert_eq!(
         status,
         json!({"task_id": child, "description": "Count things", "agent": "explore", "status": "completed", "result": "background result"})
@@ -229,9 +239,9 @@ async fn a_child_edit_is_a_top_level_call_of_the_parent_and_its_ask_is_answered_
     assert_eq!(asks.len(), 2);
     assert_eq!(asks[1]["sessionId"], session.0.as_ref());
     assert_eq!(asks[1]["toolCall"]["toolCallId"], lifted);
-    assert_eq!(asks[1]["toolCall"]["title"], "[general] Write made.txt");
+    assert_eq!(asks[1]["toolCall"]["title"], "[general] Create made.txt");
     let shown = updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == lifted).unwrap();
-    assert_eq!(shown["title"], "[general] Write made.txt");
+    assert_eq!(shown["title"], "[general] Create made.txt");
     assert_eq!(shown["_meta"]["tinycode"]["parentToolCallId"], "t1");
     assert_eq!(finished(&updates, &lifted)["status"], "completed");
     h.model.assert_done();

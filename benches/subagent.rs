@@ -88,7 +88,9 @@ async fn serve(listener: TcpListener) {
                     let head = String::from_utf8_lossy(&buf[..pos]).to_lowercase();
                     let length = head
                         .lines()
-                        .find_map(|l| l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+                        .find_map(|l| {
+                            l.strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0))
+                        })
                         .unwrap_or(0);
                     break (pos + 4, length);
                 }

@@ -99,7 +99,8 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
         }
         AgentEvent::Plan { items } => acp::SessionUpdate::Plan(plan(&items)),
         AgentEvent::SubagentProgress { call_id, child_session_id, agent, depth, lines } => {
-            let meta = serde_json::json!({"childSessionId": child_session_id, "depth": depth, "agent": agent});
+            let meta =
+                serde_json::json!({"childSessionId": child_session_id, "depth": depth, "agent": agent});
             let mut tinycode = acp::Meta::new();
             tinycode.insert("tinycode".into(), meta);
             acp::SessionUpdate::ToolCallUpdate(

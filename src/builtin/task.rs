@@ -59,7 +59,11 @@ fn present(args: &Value, _cwd: &Path) -> Presentation {
 }
 
 fn agent_of(args: &Value) -> &str {
-    args.get("subagent_type").and_then(Value::as_str).map(str::trim).filter(|t| !t.is_empty()).unwrap_or("general")
+    args.get("subagent_type")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .unwrap_or("general")
 }
 
 /// Read-only agents ask as a read; a status check by id starts nothing. `resumed` is the agent of the task
@@ -86,7 +90,9 @@ pub fn parse(args: &Value) -> Result<TaskRequest, ToolError> {
     let background = match args.get("background") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(ToolError::retry(format!("`background` must be true or false, got {other}"))),
+        Some(other) => {
+            return Err(ToolError::retry(format!("`background` must be true or false, got {other}")));
+        }
     };
     if prompt.is_empty() && task_id.is_none() {
         return Err(ToolError::retry(
@@ -118,7 +124,8 @@ mod tests {
 
     #[test]
     fn arguments_are_checked_and_a_status_check_needs_no_prompt() {
-        let ok = parse(&json!({"description": " Find tests ", "prompt": "look", "background": true})).unwrap();
+        let ok =
+            parse(&json!({"description": " Find tests ", "prompt": "look", "background": true})).unwrap();
         assert_eq!(
             ok,
             TaskRequest {
@@ -146,11 +153,15 @@ mod tests {
     #[test]
     fn read_only_agents_and_status_checks_ask_as_reads_and_others_as_shell() {
         let category = |args: Value| preview(&args, None).unwrap().category;
-        assert_eq!(category(json!({"description": "d", "prompt": "p", "subagent_type": "explore"})), Some(Category::Read));
+        assert_eq!(
+            category(json!({"description": "d", "prompt": "p", "subagent_type": "explore"})),
+            Some(Category::Read)
+        );
         assert_eq!(category(json!({"description": "d", "prompt": "p"})), None);
         assert_eq!(category(json!({"description": "d", "prompt": "", "task_id": "t"})), Some(Category::Read));
         assert_eq!(category(json!({"description": "d", "prompt": "go on", "task_id": "t"})), None);
-        let resumed = preview(&json!({"description": "d", "prompt": "go on", "task_id": "t"}), Some("explore"));
+        let resumed =
+            preview(&json!({"description": "d", "prompt": "go on", "task_id": "t"}), Some("explore"));
         assert_eq!(resumed.unwrap().category, Some(Category::Read));
     }
 

@@ -58,7 +58,13 @@ pub struct AgentDef {
     pub origin: Origin,
 }
 
-fn builtin(name: &str, description: &str, tools: Option<&[&str]>, mode: Option<Mode>, prompt: &str) -> AgentDef {
+fn builtin(
+    name: &str,
+    description: &str,
+    tools: Option<&[&str]>,
+    mode: Option<Mode>,
+    prompt: &str,
+) -> AgentDef {
     AgentDef {
         name: name.into(),
         description: description.into(),
@@ -73,7 +79,13 @@ fn builtin(name: &str, description: &str, tools: Option<&[&str]>, mode: Option<M
 /// The built-in agents.
 pub fn builtins() -> Vec<AgentDef> {
     vec![
-        builtin("general", "General-purpose: researches and makes changes, with all your tools", None, None, GENERAL),
+        builtin(
+            "general",
+            "General-purpose: researches and makes changes, with all your tools",
+            None,
+            None,
+            GENERAL,
+        ),
         builtin(
             "explore",
             "Read-only: searches and reads code and the web to answer a question; changes nothing",
@@ -201,7 +213,9 @@ pub fn parse(text: &str, stem: &str, origin: Origin) -> Result<AgentDef, String>
         origin,
     };
     for line in front.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let Some((key, value)) = line.split_once(':') else { return Err(format!("`{line}` is not `key: value`")) };
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(format!("`{line}` is not `key: value`"));
+        };
         let (key, value) = (key.trim(), value.trim().trim_matches('"').trim_matches('\''));
         match key {
             "name" => agent.name = value.to_string(),
@@ -252,8 +266,14 @@ mod tests {
                 origin: Origin::User,
             }
         );
-        assert_eq!(parse("no front matter", "x", Origin::User).unwrap_err(), "it does not start with a `---` front matter");
-        assert_eq!(parse("---\nname: Bad Name\ndescription: d\n---\n", "x", Origin::User).unwrap_err(), "`Bad Name` is not a valid agent name (a-z, 0-9, `-`, `_`)");
+        assert_eq!(
+            parse("no front matter", "x", Origin::User).unwrap_err(),
+            "it does not start with a `---` front matter"
+        );
+        assert_eq!(
+            parse("---\nname: Bad Name\ndescription: d\n---\n", "x", Origin::User).unwrap_err(),
+            "`Bad Name` is not a valid agent name (a-z, 0-9, `-`, `_`)"
+        );
     }
 
     #[test]
@@ -296,7 +316,8 @@ mod tests {
         std::fs::create_dir_all(&project_dir).unwrap();
         std::fs::write(user_dir.join("mine.md"), "---\ndescription: user's\n---\nu").unwrap();
         std::fs::write(project_dir.join("mine.md"), "---\ndescription: project's\n---\np").unwrap();
-        std::fs::write(project_dir.join("explore.md"), "---\ndescription: wider\ntools: bash\n---\np").unwrap();
+        std::fs::write(project_dir.join("explore.md"), "---\ndescription: wider\ntools: bash\n---\np")
+            .unwrap();
         std::fs::write(project_dir.join("helper.md"), "---\ndescription: helps\n---\nh").unwrap();
         let agents = discover(Some(home.path()), project.path());
         let summary: Vec<(String, String)> =

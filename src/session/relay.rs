@@ -108,7 +108,9 @@ impl Relay {
         if n > SHOWN_LINES {
             out.push(format!("(+{} earlier)", n - SHOWN_LINES));
         }
-        out.extend(state.lines[n.saturating_sub(SHOWN_LINES)..].iter().map(|l| format!("{} {}", l.mark, l.title)));
+        out.extend(
+            state.lines[n.saturating_sub(SHOWN_LINES)..].iter().map(|l| format!("{} {}", l.mark, l.title)),
+        );
         out.extend(state.status.clone());
         out
     }
@@ -135,7 +137,9 @@ impl Relay {
     /// Show `event` (about the child's call `call_id`) at the top level of the parent.
     fn lift(&self, state: &State, event: AgentEvent) {
         if let Some(target) = &state.target {
-            target.sink.emit(AgentEvent::Lifted { parent_call_id: target.call_id.clone(), event: Box::new(event) });
+            target
+                .sink
+                .emit(AgentEvent::Lifted { parent_call_id: target.call_id.clone(), event: Box::new(event) });
         }
     }
 
@@ -144,9 +148,16 @@ impl Relay {
         match event {
             AgentEvent::ToolCallStarted { call_id, tool, mut presentation, raw_input } => {
                 presentation.title = self.title(&presentation.title);
-                AgentEvent::ToolCallStarted { call_id: self.lifted_id(&call_id), tool, presentation, raw_input }
+                AgentEvent::ToolCallStarted {
+                    call_id: self.lifted_id(&call_id),
+                    tool,
+                    presentation,
+                    raw_input,
+                }
             }
-            AgentEvent::ToolCallRunning { call_id } => AgentEvent::ToolCallRunning { call_id: self.lifted_id(&call_id) },
+            AgentEvent::ToolCallRunning { call_id } => {
+                AgentEvent::ToolCallRunning { call_id: self.lifted_id(&call_id) }
+            }
             AgentEvent::ToolCallOutput { call_id, text } => {
                 AgentEvent::ToolCallOutput { call_id: self.lifted_id(&call_id), text }
             }
@@ -209,7 +220,11 @@ impl EventSink for Relay {
                 if is_change(presentation.kind) {
                     state.lifted.insert(call_id.clone());
                 }
-                state.lines.push(Line { call_id: call_id.clone(), mark: RUNNING, title: presentation.title.clone() });
+                state.lines.push(Line {
+                    call_id: call_id.clone(),
+                    mark: RUNNING,
+                    title: presentation.title.clone(),
+                });
                 true
             }
             AgentEvent::ToolCallFinished { call_id, status, .. } => {
@@ -218,7 +233,9 @@ impl EventSink for Relay {
             }
             _ => false,
         };
-        if lifted || matches!(&event, AgentEvent::ToolCallStarted { call_id, .. } if state.lifted.contains(call_id)) {
+        if lifted
+            || matches!(&event, AgentEvent::ToolCallStarted { call_id, .. } if state.lifted.contains(call_id))
+        {
             let renamed = self.renamed(event);
             self.lift(&state, renamed);
         }
@@ -298,7 +315,9 @@ mod tests {
         assert_eq!(lines[1], "(+3 earlier)");
         assert_eq!(lines[2], "✓ Read f3");
         assert_eq!(lines[16], "… Read last");
-        assert!(parent.events.lock().unwrap().iter().all(|e| matches!(e, AgentEvent::SubagentProgress { .. })));
+        assert!(
+            parent.events.lock().unwrap().iter().all(|e| matches!(e, AgentEvent::SubagentProgress { .. }))
+        );
     }
 
     #[test]
@@ -315,7 +334,9 @@ mod tests {
             .unwrap()
             .iter()
             .filter_map(|e| match e {
-                AgentEvent::Lifted { parent_call_id, event } if parent_call_id == "t1" => Some((**event).clone()),
+                AgentEvent::Lifted { parent_call_id, event } if parent_call_id == "t1" => {
+                    Some((**event).clone())
+                }
                 _ => None,
             })
             .collect();

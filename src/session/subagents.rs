@@ -53,7 +53,8 @@ pub struct Job {
 
 impl Job {
     fn status(&self) -> Value {
-        let mut status = json!({"task_id": self.child.id, "description": self.description, "agent": self.agent});
+        let mut status =
+            json!({"task_id": self.child.id, "description": self.description, "agent": self.agent});
         match lock(&self.state).clone() {
             State::Running { .. } => status["status"] = json!("running"),
             State::Done { status: done, result } => {
@@ -201,7 +202,9 @@ impl Session {
                 }
                 job
             }
-            None => self.spawn_child(&self.agent_named(request.subagent_type.as_deref())?, &request.description),
+            None => {
+                self.spawn_child(&self.agent_named(request.subagent_type.as_deref())?, &request.description)
+            }
         };
         job.relay.retarget(self.sink(), &ctx.call_id);
         *lock(&job.state) = State::Running { background: request.background };
@@ -219,7 +222,7 @@ impl Session {
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
         match finished {
-            Ok((status, _)) if status == "cancelled" => Err(ToolError::Cancelled),
+            Ok(("cancelled", _)) => Err(ToolError::Cancelled),
             Ok((status, result)) => Ok(job.output(status, &result)),
             Err(_) => Err(ToolError::execution("the subagent stopped unexpectedly")),
         }
@@ -285,8 +288,10 @@ impl Session {
     /// A stored subagent of this session (from an earlier process), live again with its conversation.
     async fn reopen_child(self: &Arc<Self>, id: &str) -> Result<Option<Arc<Job>>, ToolError> {
         let Some(store) = &self.store else { return Ok(None) };
-        let failed = |e: crate::store::StoreError| ToolError::execution(format!("the task could not be read: {e}"));
-        let Some(row) = store.children(&self.id).await.map_err(failed)?.into_iter().find(|c| c.session.id == id)
+        let failed =
+            |e: crate::store::StoreError| ToolError::execution(format!("the task could not be read: {e}"));
+        let Some(row) =
+            store.children(&self.id).await.map_err(failed)?.into_iter().find(|c| c.session.id == id)
         else {
             return Ok(None);
         };
@@ -299,7 +304,13 @@ impl Session {
         let suffix = format!(" (@{} subagent)", agent.name);
         let description = title.strip_suffix(&suffix).unwrap_or(&title).to_string();
         let answer = last_answer(&history);
-        let job = self.adopt(&agent, id, &description, Conversation::restored(history, shown), row.session.created_at);
+        let job = self.adopt(
+            &agent,
+            id,
+            &description,
+            Conversation::restored(history, shown),
+            row.session.created_at,
+        );
         *lock(&job.state) = State::Done { status: "completed", result: answer };
         Ok(Some(job))
     }
@@ -362,7 +373,9 @@ impl Session {
             registry: Arc::new(self.registry.subset(|tool| agents::child_may_use(agent, depth, tool))),
             perms: Arc::new(perms),
             files: Arc::new(self.files.for_child()),
-            tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&id)).with_environment(environment)),
+            tasks: Arc::new(
+                Tasks::new(config.data_dir.join("tasks").join(&id)).with_environment(environment),
+            ),
             terminals: self.terminals.clone(),
             sink: Mutex::new(relay.clone()),
             settings_sink: Mutex::new(Arc::new(Unannounced)),
@@ -412,5 +425,10 @@ impl Session {
 struct Unannounced;
 
 impl super::SettingsSink for Unannounced {
-    fn settings_changed(&self, _mode: Option<super::settings::Mode>, _options: &[super::settings::ConfigOption]) {}
+    fn settings_changed(
+        &self,
+        _mode: Option<super::settings::Mode>,
+        _options: &[super::settings::ConfigOption],
+    ) {
+    }
 }

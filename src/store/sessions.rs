@@ -224,7 +224,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         store.create_session(session("p", "/a", 10)).await.unwrap();
-        let child = ChildRow { session: session("c", "/a", 20), parent_id: "p".into(), depth: 1, agent: "explore".into() };
+        let child = ChildRow {
+            session: session("c", "/a", 20),
+            parent_id: "p".into(),
+            depth: 1,
+            agent: "explore".into(),
+        };
         store.create_child_later(child.clone());
         let listed = store.list_sessions(None, None, 10).await.unwrap();
         assert_eq!(listed.sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), vec!["p"]);

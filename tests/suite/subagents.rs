@@ -56,7 +56,14 @@ fn parent_messages(h: &Harness) -> Vec<Vec<Value>> {
 }
 
 fn asks(h: &Harness) -> Vec<Value> {
-    h.client.log.permission_requests.lock().unwrap().iter().map(|r| serde_json::to_value(r).unwrap()).collect()
+    h.client
+        .log
+        .permission_requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -108,7 +115,10 @@ async fn explore_refuses_a_write_and_its_progress_fills_the_parent_card_with_the
     let done = finished(&updates, "t1");
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][1]["content"]["text"], "The notes say forty-two.");
-    assert!(!updates.iter().any(|u| u["toolCallId"] == "c1" || u["toolCallId"] == "c2"), "reads stay in the card");
+    assert!(
+        !updates.iter().any(|u| u["toolCallId"] == "c1" || u["toolCallId"] == "c2"),
+        "reads stay in the card"
+    );
 
     // The child is stored under its parent, not in the editor's history.
     let listed = h.client.call(agent_client_protocol::v1::schema::ListSessionsRequest::new()).await.unwrap();
@@ -120,8 +130,14 @@ async fn explore_refuses_a_write_and_its_progress_fills_the_parent_card_with_the
 #[tokio::test]
 async fn subagents_nest_at_most_five_deep_and_every_nested_ask_reaches_the_parent_session() {
     let h = Harness::start(vec![]).await;
-    let mut script: Vec<Reply> =
-        (0..5).map(|d| task(&format!("t{d}"), json!({"description": format!("Level {}", d + 1), "prompt": format!("go deeper {d}")}))).collect();
+    let mut script: Vec<Reply> = (0..5)
+        .map(|d| {
+            task(
+                &format!("t{d}"),
+                json!({"description": format!("Level {}", d + 1), "prompt": format!("go deeper {d}")}),
+            )
+        })
+        .collect();
     script.push(task("t5", json!({"description": "Too deep", "prompt": "deeper still"})));
     script.extend((0..6).map(|d| answer(&[&format!("answer {d}")])));
     h.model.script(script);
@@ -162,13 +178,19 @@ async fn a_background_task_returns_at_once_reports_when_done_and_answers_a_statu
     h.client.prompt(&session, "start it").await.unwrap();
     let updates = h.client.updates(&session);
     let child = task_id(&updates, "t1");
-    let running = json!({"task_id": child, "description": "Count things", "agent": "explore", "status": "running"});
+    let running =
+        json!({"task_id": child, "description": "Count things", "agent": "explore", "status": "running"});
     assert_eq!(serde_json::from_str::<Value>(&tool_result(&parent_messages(&h)[1], "t1")).unwrap(), running);
     h.client
-        .wait_for("the child to finish", |_| progress(&h.client.updates(&session), "t1").last().is_some_and(|l| l.ends_with("✓ finished")))
+        .wait_for("the child to finish", |_| {
+            progress(&h.client.updates(&session), "t1").last().is_some_and(|l| l.ends_with("✓ finished"))
+        })
         .await;
 
-    h.model.script(vec![task("t2", json!({"description": "", "prompt": "", "task_id": child})), answer(&["ok"])]);
+    h.model.script(vec![
+        task("t2", json!({"description": "", "prompt": "", "task_id": child})),
+        answer(&["ok"]),
+    ]);
     h.client.prompt(&session, "how did it go?").await.unwrap();
     let parent = parent_messages(&h);
     assert_eq!(parent.len(), 4);
@@ -190,7 +212,10 @@ async fn a_background_task_returns_at_once_reports_when_done_and_answers_a_statu
 async fn a_task_id_resumes_the_same_subagent_with_its_context() {
     let h = Harness::start(vec![]).await;
     h.model.script(vec![
-        task("t1", json!({"description": "First look", "prompt": "FIRST question", "subagent_type": "explore"})),
+        task(
+            "t1",
+            json!({"description": "First look", "prompt": "FIRST question", "subagent_type": "explore"}),
+        ),
         answer(&["first answer"]),
         answer(&["ok"]),
     ]);
@@ -240,7 +265,8 @@ async fn a_child_edit_is_a_top_level_call_of_the_parent_and_its_ask_is_answered_
     assert_eq!(asks[1]["sessionId"], session.0.as_ref());
     assert_eq!(asks[1]["toolCall"]["toolCallId"], lifted);
     assert_eq!(asks[1]["toolCall"]["title"], "[general] Create made.txt");
-    let shown = updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == lifted).unwrap();
+    let shown =
+        updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == lifted).unwrap();
     assert_eq!(shown["title"], "[general] Create made.txt");
     assert_eq!(shown["_meta"]["tinycode"]["parentToolCallId"], "t1");
     assert_eq!(finished(&updates, &lifted)["status"], "completed");

@@ -293,3 +293,29 @@ async fn cancelling_the_parent_cancels_the_child_and_reaps_its_shell_processes()
     assert_eq!(finished(&updates, "t1")["status"], "failed");
     h.model.assert_done();
 }
+
+#[tokio::test]
+async fn a_project_agent_only_narrows_its_tools_and_cannot_loosen_the_mode_nor_pick_the_model() {
+    let h = Harness::start(vec![]).await;
+    h.write(
+        ".tinycode/agents/helper.md",
+        "---\ndescription: Helps\ntools: read, write, question, made_up\nmode: yolo\nmodel: elsewhere/model\n---\nHelp.\n",
+    );
+    let target = h.cwd.join("made.txt");
+    h.model.script(vec![
+        task("t1", json!({"description": "Help out", "prompt": "write it", "subagent_type": "helper"})),
+        call("c1", "write", json!({"file_path": target, "content": "x"})),
+        answer(&["could not"]),
+        answer(&["done"]),
+    ]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce), Answer::Pick(K::RejectOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "use the helper").await.unwrap();
+    assert_eq!(offered(&h, 1), vec!["read", "write"]);
+    assert_eq!(h.model.requests()[1].body["model"], "fake-model");
+    let asks = asks(&h);
+    assert_eq!(asks.len(), 2, "yolo from a project file does not skip the ask");
+    assert_eq!(asks[1]["toolCall"]["title"], "[helper] Create made.txt");
+    assert!(!target.exists());
+    h.model.assert_done();
+}

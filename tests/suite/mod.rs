@@ -18,6 +18,7 @@ mod protocol;
 mod questions;
 mod repair;
 mod schema;
+mod sdk_clients;
 mod sessions;
 mod settings;
 mod shell;

@@ -125,6 +125,7 @@ async fn main() {
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
         terminals: None,
         control: Default::default(),
+        subagents: None,
     };
     let fetch = |n: usize| json!({"url": server.url(&format!("/guide?run={n}"))});
 

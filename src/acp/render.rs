@@ -141,6 +141,13 @@ impl Renderer {
             _ => {}
         }
         vec![match event {
+            AgentEvent::Lifted { parent_call_id, event } => {
+                return self
+                    .render(*event)
+                    .into_iter()
+                    .map(|u| convert::lifted(u, &parent_call_id))
+                    .collect();
+            }
             AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input }
                 if presentation.kind == Kind::Execute =>
             {

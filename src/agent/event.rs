@@ -49,6 +49,18 @@ pub enum AgentEvent {
     Plan { items: Value },
     /// Older history is being (or was) summarised.
     Compaction { compaction_id: String, status: CompactionStatus, summary: Option<String> },
+    /// A subagent's progress, shown in this session's `task` call `call_id`: the whole list every time (a
+    /// tool call's content is replaced, never appended to).
+    SubagentProgress {
+        call_id: String,
+        child_session_id: String,
+        agent: String,
+        depth: u32,
+        lines: Vec<String>,
+    },
+    /// A subagent's tool call shown at the top level of this session (its edits, commands and permission asks,
+    /// so they can be reviewed and answered); `parent_call_id` is the `task` call that started the subagent.
+    Lifted { parent_call_id: String, event: Box<AgentEvent> },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,

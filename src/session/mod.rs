@@ -6,10 +6,13 @@
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
+pub mod agents;
 pub mod commands;
 pub mod manager;
 pub mod models;
+pub mod relay;
 pub mod settings;
+pub mod subagents;
 pub mod trust;
 
 use std::path::PathBuf;
@@ -134,6 +137,18 @@ pub struct Session {
     /// What the project file wants that needs the user's trust, while they have not given it.
     untrusted: Mutex<Option<Request>>,
     trust_asker: Mutex<Option<Arc<dyn TrustAsker>>>,
+    /// How deep this session is nested below the user's (0 for the user's own session).
+    depth: u32,
+    /// The sessions above a subagent, nearest first: its token usage counts towards theirs.
+    ancestors: Vec<String>,
+    /// A subagent's own instructions, added to its system prompt.
+    instructions: Option<String>,
+    /// The agents this session's `task` calls may start.
+    agents: Arc<Vec<agents::AgentDef>>,
+    /// The subagents this session started.
+    children: Arc<subagents::Children>,
+    /// Runs this session's `task` calls (set once the session is shared).
+    subagents: std::sync::OnceLock<Arc<dyn crate::tool::subagent::Subagents>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -297,6 +312,8 @@ impl Session {
                 turn.run(&mut conversation, input, blocks).await
             }
         };
+        // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
+        self.settle_children().await;
         // Text the sink may still hold goes out before the prompt is answered.
         self.sink().flush();
         debug_assert_eq!(conversation.history.check(), Ok(()));
@@ -334,6 +351,13 @@ impl Session {
             cancel,
             control: self.control.clone(),
             switcher: Some(self),
+            depth: self.depth,
+            subagents: self.subagents.get().cloned(),
+            instructions: self.instructions.clone(),
+            usage_also: match &self.store {
+                Some(store) => self.ancestors.iter().map(|id| Journal::new(store.clone(), id)).collect(),
+                None => Vec::new(),
+            },
         }
     }
 
@@ -399,6 +423,7 @@ impl Session {
     pub fn close(&self) {
         self.closed.cancel();
         self.tasks.stop_all();
+        self.children.close_all();
     }
 
     /// A copy of the conversation history (for tests and diagnostics).

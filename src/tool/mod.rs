@@ -17,6 +17,7 @@ pub mod error;
 pub mod invalid;
 pub mod registry;
 pub mod repair;
+pub mod subagent;
 pub mod truncate;
 
 pub use args::{arg_opt_str, arg_opt_u64, arg_str};
@@ -155,6 +156,8 @@ pub struct Context {
     pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
     /// The session's to-do list, pending mode switch and question seam.
     pub control: Arc<control::Control>,
+    /// Who runs `task` calls; `None` where subagents are not available.
+    pub subagents: Option<Arc<dyn subagent::Subagents>>,
 }
 
 impl Context {

@@ -42,6 +42,18 @@ impl Registry {
         }
     }
 
+    /// A registry with only the tools `keep` accepts (and `invalid`, which answers unknown names), in the same
+    /// order. Subagents get one: a tool left out is unknown to them, whatever they call.
+    pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Registry {
+        let defs = self.read_defs().iter().filter(|d| d.id == invalid::ID || keep(&d.id)).cloned().collect();
+        Registry { defs: RwLock::new(defs) }
+    }
+
+    /// The ids of the tools offered to the model, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.model_tools().iter().map(|d| d.id.clone()).collect()
+    }
+
     /// Exact lookup.
     pub fn get(&self, id: &str) -> Option<Arc<Def>> {
         self.read_defs().iter().find(|d| d.id == id).cloned()

@@ -221,6 +221,23 @@ impl Files {
         self
     }
 
+    /// File access for a subagent of this session: the same roots, editor, locks, formatters and environment,
+    /// with a read ledger of its own (it must read a file before changing it, whatever its parent read).
+    pub fn for_child(&self) -> Files {
+        Files {
+            roots: RwLock::new(Roots::new(&self.roots())),
+            client: RwLock::new(read_lock(&self.client)),
+            locks: self.locks.clone(),
+            formatters: Mutex::new(match self.formatters.lock() {
+                Ok(f) => f.clone(),
+                Err(poisoned) => poisoned.into_inner().clone(),
+            }),
+            environment: self.environment.clone(),
+            ledger: Mutex::new(HashMap::new()),
+            diff_limit: std::sync::atomic::AtomicUsize::new(self.diff_limit()),
+        }
+    }
+
     /// A new editor connection took the session over: its file system and its roots apply from now on.
     pub fn rebind(&self, roots: Vec<PathBuf>, client: Option<Arc<dyn ClientFs>>) {
         write_lock(&self.roots, Roots::new(&roots));

@@ -23,6 +23,7 @@ mod sessions;
 mod settings;
 mod shell;
 mod streams;
+mod subagents;
 mod trap_workspace;
 mod trust;
 mod turn;

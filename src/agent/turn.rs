@@ -141,13 +141,15 @@ enum Step {
 }
 
 impl Turn<'_> {
+    /// The tools offered for this session's edit mode, with the descriptions the user's files override.
     fn tool_specs(&self) -> Vec<ToolSpec> {
+        let descriptions = &self.config.tool_descriptions;
         self.registry
-            .model_tools()
+            .offered(self.config.edit_mode_for(&self.model_name))
             .iter()
             .map(|d| ToolSpec {
                 name: d.id.clone(),
-                description: d.description.clone(),
+                description: descriptions.get(&d.id).unwrap_or(&d.description).clone(),
                 parameters: d.parameters.clone(),
             })
             .collect()
@@ -450,6 +452,7 @@ impl Turn<'_> {
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
             control: self.control.clone(),
+            edit_mode: self.config.edit_mode_for(&self.model_name),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {

@@ -19,6 +19,7 @@ use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
 use crate::config::trust::Trust;
 use crate::config::{Config, ConfigError, Loaded, Sources};
+use crate::workspace::ignore_rules::Stack;
 use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
@@ -163,15 +164,18 @@ impl Manager {
         let environment = Arc::new(Environment::new(&config.env_policy));
         let session = Arc::new(Session {
             id: row.id.clone(),
-            files: Arc::new(
-                Files::new(
+            files: Arc::new({
+                let files = Files::new(
                     seams.roots(&cwd),
                     seams.fs.clone(),
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone()),
-            ),
+                .with_environment(environment.clone());
+                // Searches honour the user's global git excludes; the defaults are anchored at the project.
+                files.set_ignores(Stack::new(&cwd, config.git_excludes.as_deref()));
+                files
+            }),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
             ),

@@ -31,6 +31,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, Event};
+use crate::config::EditMode;
 use crate::control;
 use crate::display::{Content, Location, Presentation};
 use crate::permission::{self, Category};
@@ -151,6 +152,8 @@ pub struct Context {
     pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
     /// The session's to-do list, pending mode switch and question seam.
     pub control: Arc<control::Control>,
+    /// How the model edits files: `hashline` tags the lines `read` returns.
+    pub edit_mode: EditMode,
 }
 
 impl Context {
@@ -165,8 +168,10 @@ impl Context {
         }
     }
 
-    /// Announce on the bus that this call changed `path` (`file.modified`).
+    /// Announce on the bus that this call changed `path` (`file.modified`), and note the change for the
+    /// to-do list's verification nudge.
     pub fn file_modified(&self, path: &Path, operation: &str) {
+        self.control.note_edit();
         self.bus.publish(Event::FileModified {
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),

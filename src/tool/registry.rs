@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{Context, Def, Outcome, Preview, Progress, ToolError, invalid, repair, truncate};
 use crate::bus::Event;
+use crate::config::EditMode;
 use crate::display::Presentation;
 use crate::permission::{Ask, Verdict};
 
@@ -17,6 +18,8 @@ use crate::permission::{Ask, Verdict};
 #[derive(Default)]
 pub struct Registry {
     defs: RwLock<Vec<Arc<Def>>>,
+    /// Tools offered in one edit mode only (the others are offered in every mode).
+    only_in: RwLock<Vec<(String, EditMode)>>,
 }
 
 impl Registry {
@@ -59,6 +62,28 @@ impl Registry {
     /// The tools offered to the model, in registration order. `invalid` is never offered.
     pub fn model_tools(&self) -> Vec<Arc<Def>> {
         self.read_defs().iter().filter(|d| d.id != invalid::ID).cloned().collect()
+    }
+
+    /// Offer the tool `id` to the model only when the session's edit mode is `mode`.
+    pub fn offer_only_in(&self, id: &str, mode: EditMode) {
+        let mut only_in = match self.only_in.write() {
+            Ok(only_in) => only_in,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        only_in.retain(|(tool, _)| tool != id);
+        only_in.push((id.to_string(), mode));
+    }
+
+    /// The tools offered to a model editing in `mode`, in registration order.
+    pub fn offered(&self, mode: EditMode) -> Vec<Arc<Def>> {
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        self.model_tools()
+            .into_iter()
+            .filter(|d| only_in.iter().all(|(id, only)| *id != d.id || *only == mode))
+            .collect()
     }
 
     /// Run one call through the seed's execution flow.

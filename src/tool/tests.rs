@@ -60,6 +60,7 @@ pub(crate) fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Con
         tasks: Arc::new(shell::tasks::Tasks::new(dir.join("tasks"))),
         terminals: None,
         control: Default::default(),
+        edit_mode: Default::default(),
     }
 }
 

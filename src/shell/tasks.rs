@@ -74,6 +74,8 @@ pub struct Task {
     output_seq: watch::Sender<u64>,
     tail: Mutex<Capture>,
     group: Mutex<Option<Group>>,
+    /// The pattern whose first match leaves a note (cleared once it matched).
+    watched: Mutex<Option<(regex::Regex, Arc<Notes>)>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -247,6 +249,7 @@ impl Tasks {
             output_seq: watch::Sender::new(0),
             tail: Mutex::new(Capture::new(0, TAIL_BYTES)),
             group: Mutex::new(Some(group)),
+            watched: Mutex::new(notify.pattern.map(|pattern| (pattern, self.notes.clone()))),
         });
         lock(&self.tasks).insert(number, task.clone());
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
@@ -269,9 +272,6 @@ impl Tasks {
         });
         if let Some(after) = notify.check_after {
             tokio::spawn(scheduled_check(task.clone(), self.notes.clone(), after));
-        }
-        if let Some(pattern) = notify.pattern {
-            tokio::spawn(pattern_watch(task.clone(), self.notes.clone(), pattern));
         }
         Ok(task)
     }
@@ -333,27 +333,24 @@ async fn scheduled_check(task: Arc<Task>, notes: Arc<Notes>, after: Duration) {
     ));
 }
 
-/// A note the first time the output matches `pattern` (while the task runs or as it ends).
-async fn pattern_watch(task: Arc<Task>, notes: Arc<Notes>, pattern: regex::Regex) {
-    let mut changes = task.output_changes();
-    loop {
-        if pattern.is_match(&task.tail(usize::MAX)) {
-            notes.push(format!(
-                "Monitored task {} (`{}`): its output matched `{}`. Output so far:\n{}",
-                task.id,
-                task.command,
-                pattern.as_str(),
-                task.fenced_tail(NOTE_CHARS)
-            ));
+impl Task {
+    /// After new output: the note for the watched pattern, the first time the output matches it. Runs before
+    /// the output is announced, so whoever sees the output also finds the note.
+    fn check_pattern(&self) {
+        let mut watched = lock(&self.watched);
+        let Some((pattern, notes)) = watched.as_ref() else { return };
+        let tail = self.tail(usize::MAX);
+        if !pattern.is_match(&tail) {
             return;
         }
-        if matches!(task.state(), State::Exited(_)) {
-            return;
-        }
-        tokio::select! {
-            changed = changes.changed() => if changed.is_err() { return },
-            _ = task.exited() => {}
-        }
+        notes.push(format!(
+            "Monitored task {} (`{}`): its output matched `{}`. Output so far:\n{}",
+            self.id,
+            self.command,
+            pattern.as_str(),
+            fence(&format!("{} (`{}`)", self.id, self.command), &self.tail(NOTE_CHARS))
+        ));
+        *watched = None;
     }
 }
 
@@ -397,6 +394,7 @@ async fn pump(
     let mut record = |chunk: &[u8]| {
         spill.push(chunk);
         lock(&task.tail).push(chunk);
+        task.check_pattern();
         task.output_seq.send_modify(|n| *n += 1);
     };
     let with_group = |act: &dyn Fn(&Group)| {

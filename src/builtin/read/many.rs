@@ -172,22 +172,33 @@ fn shown_name(path: &Path, cwd: &Path) -> String {
     path.strip_prefix(cwd).unwrap_or(path).display().to_string()
 }
 
-/// One file's section, and whether its text was shown whole (for the ledger).
-async fn section(ctx: &Context, path: &Path, budget: usize) -> (String, Option<(String, bool)>) {
+/// What one file's section showed.
+enum Seen {
+    /// Its text, and whether all of it (for the read ledger).
+    Text(String, bool),
+    /// Something else about the file (an image, a PDF).
+    Other,
+    Failed,
+}
+
+/// One file's section.
+async fn section(ctx: &Context, path: &Path, budget: usize) -> (String, Seen) {
     let name = shown_name(path, &ctx.directory);
     let window = Window { offset: 0, limit: None, budget };
     match show(ctx, path, window).await {
         Ok(Shown::Text { output, full, text }) => {
             let lines = text.lines().count();
-            (format!("// File: {name} (text, {lines} lines)\n{output}"), Some((text, full)))
+            (format!("// File: {name} (text, {lines} lines)\n{output}"), Seen::Text(text, full))
         }
-        Ok(Shown::Notebook { output, text }) => (format!("// File: {name} (notebook)\n{output}"), Some((text, false))),
+        Ok(Shown::Notebook { output, text }) => {
+            (format!("// File: {name} (notebook)\n{output}"), Seen::Text(text, false))
+        }
         Ok(Shown::Image { mime, bytes }) => (
             format!("// File: {name} (image, {mime}, {bytes} bytes)\nNot inlined with other files: read it on its own to see it."),
-            None,
+            Seen::Other,
         ),
-        Ok(Shown::Described(text)) => (format!("// File: {name} (PDF)\n{text}"), None),
-        Err(e) => (format!("// File: {name} (error)\n{e}"), None),
+        Ok(Shown::Described(text)) => (format!("// File: {name} (PDF)\n{text}"), Seen::Other),
+        Err(e) => (format!("// File: {name} (error)\n{e}"), Seen::Failed),
     }
 }
 
@@ -220,10 +231,10 @@ pub async fn execute(ctx: &Context, targets: &Targets) -> Result<ToolOutput, Too
                     skipped.push(shown_name(path, &ctx.directory));
                     continue;
                 }
-                if let Some((content, full)) = &seen {
+                if let Seen::Text(content, full) = &seen {
                     ctx.files.record_read(path, content, *full);
                 }
-                read += 1;
+                read += usize::from(!matches!(seen, Seen::Failed));
                 text
             }
         };

@@ -41,16 +41,24 @@ fn reference(text: &str, line: usize) -> String {
 
 #[tokio::main]
 async fn main() {
-    let source: String = (0..10_000).map(|i| format!("    let value_{i} = compute(alpha, beta, {i}); // line {i}\n")).collect();
+    let source: String = (0..10_000)
+        .map(|i| format!("    let value_{i} = compute(alpha, beta, {i}); // line {i}\n"))
+        .collect();
     let path = std::path::Path::new("/w/big.rs");
-    let one = vec![Op { kind: Kind::Replace { line: reference(&source, 5_000) }, new: "    let changed = 1;".into() }];
+    let one = vec![Op {
+        kind: Kind::Replace { line: reference(&source, 5_000) },
+        new: "    let changed = 1;".into(),
+    }];
     let (single, single_max) = measure(50, || {
         let applied = apply::apply(&source, &one).unwrap();
         let out = report(path, "big.rs", &source, &applied.text, &applied.summaries);
         assert!(out.contains("+    let changed = 1;"));
     });
     let many: Vec<Op> = (1..=10)
-        .map(|k| Op { kind: Kind::Replace { line: reference(&source, k * 900) }, new: format!("    // edit {k}") })
+        .map(|k| Op {
+            kind: Kind::Replace { line: reference(&source, k * 900) },
+            new: format!("    // edit {k}"),
+        })
         .collect();
     let (list, list_max) = measure(50, || {
         let applied = apply::apply(&source, &many).unwrap();
@@ -60,7 +68,12 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("big.rs");
     let registry = tinycode::builtin::registry();
-    let files = Arc::new(Files::new(vec![dir.path().to_path_buf()], None, Arc::new(FileLocks::default()), Default::default()));
+    let files = Arc::new(Files::new(
+        vec![dir.path().to_path_buf()],
+        None,
+        Arc::new(FileLocks::default()),
+        Default::default(),
+    ));
     let context = || Context {
         session_id: "bench".into(),
         call_id: "c".into(),
@@ -93,7 +106,9 @@ async fn main() {
     samples.remove(0);
     let call = median(samples);
 
-    println!("hashline replace on 10,000 lines (check, apply, diff): median {single:?}, max {single_max:?} (target <= 5 ms)");
+    println!(
+        "hashline replace on 10,000 lines (check, apply, diff): median {single:?}, max {single_max:?} (target <= 5 ms)"
+    );
     println!("hashline edits list of 10 on 10,000 lines: median {list:?}, max {list_max:?} (target <= 5 ms)");
     println!("hashline_edit tool call on 10,000 lines (preview, atomic write, result): median {call:?}");
 }

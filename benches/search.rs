@@ -43,7 +43,7 @@ fn content(n: usize) -> String {
             text.push_str(WORDS[(seed % 16) as usize]);
             text.push(' ');
         }
-        if line == 5 && n % 333 == 0 {
+        if line == 5 && n.is_multiple_of(333) {
             text.push_str(WORD);
         }
         text.push('\n');
@@ -80,7 +80,12 @@ fn context(root: &Path, scratch: &Path) -> Context {
         cancel: CancellationToken::new(),
         output_dir: scratch.join("out"),
         progress: None,
-        files: Arc::new(Files::new(vec![root.to_path_buf()], None, Arc::new(FileLocks::default()), Default::default())),
+        files: Arc::new(Files::new(
+            vec![root.to_path_buf()],
+            None,
+            Arc::new(FileLocks::default()),
+            Default::default(),
+        )),
         plan: None,
         tasks: Arc::new(Tasks::new(scratch.join("tasks"))),
         terminals: None,
@@ -153,7 +158,8 @@ async fn main() {
     let registry = tinycode::builtin::registry();
     let root_text = root.display().to_string();
 
-    let (ours, ours_lines) = time_tool(&registry, &root, &scratch, "grep", json!({"pattern": WORD}), WORD).await;
+    let (ours, ours_lines) =
+        time_tool(&registry, &root, &scratch, "grep", json!({"pattern": WORD}), WORD).await;
     let (rg, rg_lines) = time_rg(&["-n", WORD, &root_text]);
     assert_eq!(ours_lines, rg_lines, "both print every match");
     println!(
@@ -161,7 +167,8 @@ async fn main() {
         ratio(ours, rg)
     );
 
-    let (ours, ours_lines) = time_tool(&registry, &root, &scratch, "glob", json!({"pattern": "**/f42.txt"}), "f42.txt").await;
+    let (ours, ours_lines) =
+        time_tool(&registry, &root, &scratch, "glob", json!({"pattern": "**/f42.txt"}), "f42.txt").await;
     let (rg, rg_lines) = time_rg(&["--files", "-g", "f42.txt", &root_text]);
     assert_eq!(ours_lines, rg_lines, "both list every match");
     println!(

@@ -178,7 +178,12 @@ mod tests {
         assert_eq!(
             items,
             vec![
-                Todo { content: "a".into(), status: TodoStatus::Done, priority: Priority::Normal, active_form: None },
+                Todo {
+                    content: "a".into(),
+                    status: TodoStatus::Done,
+                    priority: Priority::Normal,
+                    active_form: None
+                },
                 Todo {
                     content: "b".into(),
                     status: TodoStatus::InProgress,
@@ -195,8 +200,12 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         control.on_todos(Arc::new(move |todos| sink.lock().unwrap().push(todos.len())));
-        let item =
-            Todo { content: "x".into(), status: TodoStatus::Pending, priority: Priority::High, active_form: None };
+        let item = Todo {
+            content: "x".into(),
+            status: TodoStatus::Pending,
+            priority: Priority::High,
+            active_form: None,
+        };
         assert_eq!(control.set_todos(vec![item.clone()]), vec![]);
         assert_eq!(control.set_todos(vec![]), vec![item.clone()]);
         assert_eq!(*seen.lock().unwrap(), vec![1, 0]);

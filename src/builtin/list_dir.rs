@@ -136,7 +136,13 @@ fn size(bytes: u64) -> String {
 }
 
 /// The entries of `dir` that are listed (sorted: directories first, then by name), after the ignore stack.
-fn entries(dir: &Path, above: &Level, is_root: bool, listing: &mut Listing, root: &Path) -> (Vec<(String, What)>, Level) {
+fn entries(
+    dir: &Path,
+    above: &Level,
+    is_root: bool,
+    listing: &mut Listing,
+    root: &Path,
+) -> (Vec<(String, What)>, Level) {
     let Ok(read) = std::fs::read_dir(dir) else { return (Vec::new(), above.clone()) };
     let mut all = Vec::new();
     let mut present = Present::default();
@@ -189,7 +195,14 @@ fn list(root: &Path, depth: usize, stack: &Stack) -> Listing {
             let path = dir.join(&name);
             let unexpanded = (is_dir && level_depth >= depth)
                 .then(|| std::fs::read_dir(&path).map(|r| r.count()).unwrap_or(0));
-            listing.nodes.push(Node { name, what, depth: level_depth, children: Vec::new(), unexpanded, cut: 0 });
+            listing.nodes.push(Node {
+                name,
+                what,
+                depth: level_depth,
+                children: Vec::new(),
+                unexpanded,
+                cut: 0,
+            });
             match node {
                 Some(parent) => listing.nodes[parent].children.push(index),
                 None => listing.top.push(index),
@@ -208,7 +221,9 @@ fn render_node(listing: &Listing, index: usize, out: &mut Vec<String>) {
     let line = match &node.what {
         What::Dir => match node.unexpanded {
             Some(0) => format!("{indent}{}/ (empty)", node.name),
-            Some(n) => format!("{indent}{}/ ({}, not listed: deeper than depth)", node.name, count(n, "entry")),
+            Some(n) => {
+                format!("{indent}{}/ ({}, not listed: deeper than depth)", node.name, count(n, "entry"))
+            }
             None => format!("{indent}{}/", node.name),
         },
         What::File(bytes) => format!("{indent}{} ({})", node.name, size(*bytes)),
@@ -257,7 +272,8 @@ fn render(root: &Path, listing: &Listing) -> String {
         count(listing.nodes.len() - dirs, "other entry")
     )];
     if listing.cut_total > 0 || !listing.unread.is_empty() {
-        let mut cut = format!("Cut at {MAX_ENTRIES} entries: {} not shown", count(listing.cut_total, "more entry"));
+        let mut cut =
+            format!("Cut at {MAX_ENTRIES} entries: {} not shown", count(listing.cut_total, "more entry"));
         if !listing.unread.is_empty() {
             cut.push_str(&format!(", and these directories were not listed: {}", named(&listing.unread)));
         }
@@ -265,8 +281,11 @@ fn render(root: &Path, listing: &Listing) -> String {
         notes.push(cut);
     }
     if !listing.ignored.is_empty() {
-        let mut names: Vec<String> =
-            listing.ignored.iter().map(|(rel, dir)| if *dir { format!("{rel}/") } else { rel.clone() }).collect();
+        let mut names: Vec<String> = listing
+            .ignored
+            .iter()
+            .map(|(rel, dir)| if *dir { format!("{rel}/") } else { rel.clone() })
+            .collect();
         names.sort();
         notes.push(format!(
             "Left out by ignore rules (VCS, defaults, .gitignore, .ignore, .tinycodeignore): {}.",

@@ -48,7 +48,10 @@ fn read(path: &Path) -> Option<String> {
 /// The global excludes file of the user `sources` describes (it may not exist).
 pub fn global_excludes(sources: &Sources) -> Option<PathBuf> {
     let home = sources.var("HOME").map(PathBuf::from);
-    let xdg = sources.var("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let xdg = sources
+        .var("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
     let mut value = None;
     for file in [xdg.as_ref().map(|x| x.join("git/config")), home.as_ref().map(|h| h.join(".gitconfig"))]
         .into_iter()

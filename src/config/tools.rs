@@ -60,9 +60,13 @@ mod tests {
         std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
         std::fs::write(dir.path().join("bad name.md"), "x").unwrap();
         std::fs::write(dir.path().join("big.md"), "x".repeat(MAX_DESCRIPTION_BYTES as usize + 1)).unwrap();
-        let pipe = std::ffi::CString::new(dir.path().join("grep.md").into_os_string().into_encoded_bytes()).unwrap();
+        let pipe =
+            std::ffi::CString::new(dir.path().join("grep.md").into_os_string().into_encoded_bytes()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(pipe.as_ptr(), 0o600) }, 0);
-        assert_eq!(read_dir(dir.path()), BTreeMap::from([("read".to_string(), "Read files carefully.".to_string())]));
+        assert_eq!(
+            read_dir(dir.path()),
+            BTreeMap::from([("read".to_string(), "Read files carefully.".to_string())])
+        );
         assert!(read_dir(&dir.path().join("missing")).is_empty());
     }
 }

@@ -19,7 +19,6 @@ use crate::agent::{AgentEvent, Conversation};
 use crate::bus::Bus;
 use crate::config::trust::Trust;
 use crate::config::{Config, ConfigError, Loaded, Sources};
-use crate::workspace::ignore_rules::Stack;
 use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
@@ -30,6 +29,7 @@ use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
 use crate::workspace::files::{FileLocks, Files};
+use crate::workspace::ignore_rules::Stack;
 
 /// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
 #[derive(Debug, thiserror::Error)]

@@ -15,7 +15,8 @@ fn listening_inodes(table: &str, port: u16) -> HashSet<u64> {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let local_port = fields.get(1)?.rsplit_once(':')?.1;
             let listening = *fields.get(3)? == "0A";
-            (listening && u16::from_str_radix(local_port, 16).ok()? == port).then(|| fields.get(9)?.parse().ok())?
+            (listening && u16::from_str_radix(local_port, 16).ok()? == port)
+                .then(|| fields.get(9)?.parse().ok())?
         })
         .filter(|inode| *inode != 0)
         .collect()
@@ -28,11 +29,13 @@ fn holders(inodes: &HashSet<u64>) -> Vec<i32> {
     for pid in entries.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok())) {
         let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { continue };
         let holds = fds.flatten().any(|fd| {
-            std::fs::read_link(fd.path()).ok().and_then(|target| {
-                let text = target.to_string_lossy().into_owned();
-                text.strip_prefix("socket:[")?.strip_suffix(']')?.parse::<u64>().ok()
-            })
-            .is_some_and(|inode| inodes.contains(&inode))
+            std::fs::read_link(fd.path())
+                .ok()
+                .and_then(|target| {
+                    let text = target.to_string_lossy().into_owned();
+                    text.strip_prefix("socket:[")?.strip_suffix(']')?.parse::<u64>().ok()
+                })
+                .is_some_and(|inode| inodes.contains(&inode))
         });
         if holds {
             found.push(pid);
@@ -75,7 +78,11 @@ fn lsof(port: u16) -> Vec<i32> {
 pub fn command_line(pid: i32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|raw| {
-            raw.split(|b| *b == 0).filter(|part| !part.is_empty()).map(|part| String::from_utf8_lossy(part).into_owned()).collect::<Vec<_>>().join(" ")
+            raw.split(|b| *b == 0)
+                .filter(|part| !part.is_empty())
+                .map(|part| String::from_utf8_lossy(part).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
         })
         .unwrap_or_default()
 }

@@ -281,7 +281,9 @@ impl Tasks {
         let group = super::tree::group(pid);
         self.list().into_iter().find(|task| {
             matches!(task.state(), State::Running)
-                && (task.pid == pid || group == Some(task.pid) || super::tree::descendants(task.pid).contains(&pid))
+                && (task.pid == pid
+                    || group == Some(task.pid)
+                    || super::tree::descendants(task.pid).contains(&pid))
         })
     }
 
@@ -359,7 +361,7 @@ fn seconds(duration: Duration) -> String {
     let ms = duration.as_millis();
     match ms {
         0..1_000 => format!("{ms} ms"),
-        _ if ms % 1000 == 0 => format!("{} s", ms / 1000),
+        _ if ms.is_multiple_of(1000) => format!("{} s", ms / 1000),
         _ => format!("{:.1} s", duration.as_secs_f64()),
     }
 }
@@ -500,7 +502,13 @@ mod tests {
         };
         let mut added = tasks.notes_added();
         let task = tasks
-            .start_with("echo booting; echo listening on 8080; echo listening on 8081; sleep 30", dir.path(), Kind::Monitor, None, notify)
+            .start_with(
+                "echo booting; echo listening on 8080; echo listening on 8081; sleep 30",
+                dir.path(),
+                Kind::Monitor,
+                None,
+                notify,
+            )
             .unwrap();
         added.changed().await.unwrap();
         let notes = tasks.take_notes();
@@ -510,7 +518,13 @@ mod tests {
         assert!(tasks.take_notes().is_empty(), "no exit note was asked for");
 
         let checked = tasks
-            .start_with("sleep 30", dir.path(), Kind::Monitor, None, Notify { check_after: Some(Duration::from_millis(1)), ..Notify::never() })
+            .start_with(
+                "sleep 30",
+                dir.path(),
+                Kind::Monitor,
+                None,
+                Notify { check_after: Some(Duration::from_millis(1)), ..Notify::never() },
+            )
             .unwrap();
         added.changed().await.unwrap();
         let notes = tasks.take_notes();

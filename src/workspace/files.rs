@@ -371,9 +371,9 @@ impl Files {
                         .unwrap_or_default();
                     atomic::write(&target, &encoding::encode(&content, stored))
                 })
-                    .await
-                    .map_err(|e| ToolError::execution(e.to_string()))?
-                    .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
+                .await
+                .map_err(|e| ToolError::execution(e.to_string()))?
+                .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
                 Via::Disk
             }
         };

@@ -192,10 +192,7 @@ impl Stack {
         for line in DEFAULTS {
             let _ = defaults.add_line(None, line);
         }
-        let global = self
-            .global
-            .as_ref()
-            .and_then(|(path, text)| rules_from_text(&anchor, path, text));
+        let global = self.global.as_ref().and_then(|(path, text)| rules_from_text(&anchor, path, text));
         let fixed = Arc::new(Fixed { defaults: defaults.build().ok(), global });
         let mut level = Level { node: Arc::new(Node::default()), fixed };
         let dirs: Vec<&Path> = dir.ancestors().collect();

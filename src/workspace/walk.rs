@@ -17,8 +17,8 @@
 //! Owns which files a search may see. Must not read file contents.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;

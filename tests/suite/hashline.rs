@@ -17,7 +17,9 @@ fn call(id: &str, tool: &str, args: Value) -> (String, String, String) {
 fn steps(steps: Vec<Vec<(String, String, String)>>) -> Vec<Reply> {
     let mut replies: Vec<Reply> = steps
         .iter()
-        .map(|step| calls(&step.iter().map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str())).collect::<Vec<_>>()))
+        .map(|step| {
+            calls(&step.iter().map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str())).collect::<Vec<_>>())
+        })
         .collect();
     replies.push(answer(&["done"]));
     replies
@@ -54,14 +56,29 @@ async fn hashline_mode_offers_hashline_edit_instead_of_edit_and_apply_patch_glob
     assert_eq!(
         tools,
         vec![
-            "read", "write", "hashline_edit", "bash", "glob", "grep", "list_dir", "monitor", "shell_output",
-            "shell_tasks", "kill_shell", "todowrite", "question", "plan_enter", "plan_exit"
+            "read",
+            "write",
+            "hashline_edit",
+            "bash",
+            "glob",
+            "grep",
+            "list_dir",
+            "monitor",
+            "shell_output",
+            "shell_tasks",
+            "kill_shell",
+            "todowrite",
+            "question",
+            "plan_enter",
+            "plan_exit"
         ]
     );
 
     // Per model: the fake model named in the environment gets hashline, other models keep replace.
     let per_model = Setup::new(vec![answer(&["hi"])])
-        .config("[models.\"fake-model\"]\nedit_mode = \"hashline\"\n[models.\"other\"]\nedit_mode = \"replace\"")
+        .config(
+            "[models.\"fake-model\"]\nedit_mode = \"hashline\"\n[models.\"other\"]\nedit_mode = \"replace\"",
+        )
         .start()
         .await;
     let session = per_model.session().await;
@@ -109,10 +126,12 @@ async fn read_tags_lines_and_hashline_edit_shows_the_diff_in_the_ask_and_returns
 }
 
 #[tokio::test]
-async fn a_reference_the_editor_buffer_no_longer_matches_is_refused_with_the_current_tags_and_nothing_is_asked() {
+async fn a_reference_the_editor_buffer_no_longer_matches_is_refused_with_the_current_tags_and_nothing_is_asked()
+ {
     let h = hashline().capabilities(editor_fs()).start().await;
     let file = h.write("a.txt", "one\ntwo\nthree\n");
-    let edit = json!({"filepath": file, "operation": "replace", "line": format!("2:{}", hash("two")), "new": "TWO"});
+    let edit =
+        json!({"filepath": file, "operation": "replace", "line": format!("2:{}", hash("two")), "new": "TWO"});
     h.model.script(steps(vec![
         vec![call("r", "read", json!({"file_path": file}))],
         vec![call("e", "hashline_edit", edit)],
@@ -121,7 +140,9 @@ async fn a_reference_the_editor_buffer_no_longer_matches_is_refused_with_the_cur
     let buffers = h.client.log.clone();
     let turn = h.client.prompt_later(&session, "edit");
     h.client
-        .wait_for("the read", |u| u.iter().any(|n| n["update"]["toolCallId"] == "r" && n["update"]["status"] == "completed"))
+        .wait_for("the read", |u| {
+            u.iter().any(|n| n["update"]["toolCallId"] == "r" && n["update"]["status"] == "completed")
+        })
         .await;
     // The user changes line 2 in the editor after the model read it.
     buffers.buffers.lock().unwrap().insert(file.clone(), "one\n2 (typed)\nthree\n".into());
@@ -173,14 +194,19 @@ async fn an_edits_list_applies_all_or_nothing_and_keeps_crlf_and_the_bom() {
     );
     let refused = tool_result(&h.model.messages(3), "b");
     assert!(refused.starts_with("Edit 2: Line 2 has changed since you read it"), "{refused}");
-    assert_eq!(std::fs::read(&file).unwrap(), "\u{feff}A\r\nb\r\nc\r\nc2\r\n".as_bytes(), "nothing of the list applied");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        "\u{feff}A\r\nb\r\nc\r\nc2\r\n".as_bytes(),
+        "nothing of the list applied"
+    );
 }
 
 #[tokio::test]
 async fn an_unread_file_cannot_be_edited_by_reference() {
     let h = hashline().start().await;
     let file = h.write("a.txt", "x\n");
-    let edit = json!({"filepath": file, "operation": "replace", "line": format!("1:{}", hash("x")), "new": "y"});
+    let edit =
+        json!({"filepath": file, "operation": "replace", "line": format!("1:{}", hash("x")), "new": "y"});
     h.model.script(steps(vec![vec![call("e", "hashline_edit", edit)]]));
     let session = h.session().await;
     h.client.prompt(&session, "edit").await.unwrap();
@@ -198,7 +224,10 @@ async fn an_unread_file_cannot_be_edited_by_reference() {
 async fn a_utf16_file_is_read_as_text_and_edited_in_its_own_encoding() {
     let h = hashline().start().await;
     let file = h.cwd.join("notes.txt");
-    let encoded = tinycode::workspace::encoding::encode("first\r\nsecond\r\n", tinycode::workspace::encoding::Encoding::Utf16Le);
+    let encoded = tinycode::workspace::encoding::encode(
+        "first\r\nsecond\r\n",
+        tinycode::workspace::encoding::Encoding::Utf16Le,
+    );
     std::fs::write(&file, &encoded).unwrap();
     let edit = json!({"filepath": file, "operation": "replace", "line": format!("2:{}", hash("second")), "new": "zweite"});
     h.model.script(steps(vec![
@@ -215,7 +244,10 @@ async fn a_utf16_file_is_read_as_text_and_edited_in_its_own_encoding() {
     let bytes = std::fs::read(&file).unwrap();
     assert_eq!(
         bytes,
-        tinycode::workspace::encoding::encode("\u{feff}first\r\nzweite\r\n", tinycode::workspace::encoding::Encoding::Utf16Le)
+        tinycode::workspace::encoding::encode(
+            "\u{feff}first\r\nzweite\r\n",
+            tinycode::workspace::encoding::Encoding::Utf16Le
+        )
     );
     assert_eq!(&bytes[..2], &[0xFF, 0xFE]);
 }

@@ -17,7 +17,9 @@ fn call(id: &str, tool: &str, args: Value) -> (String, String, String) {
 fn steps(steps: Vec<Vec<(String, String, String)>>) -> Vec<Reply> {
     let mut replies: Vec<Reply> = steps
         .iter()
-        .map(|step| calls(&step.iter().map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str())).collect::<Vec<_>>()))
+        .map(|step| {
+            calls(&step.iter().map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str())).collect::<Vec<_>>())
+        })
         .collect();
     replies.push(answer(&["done"]));
     replies
@@ -59,7 +61,9 @@ async fn many_files_come_back_under_headers_with_errors_inline_and_the_cap_namin
     assert!(out.contains("// File: b.rs (text, 1 lines)\n1\tfn b() {}\n"), "{out}");
     assert!(out.contains("// File: big1.txt (text, 700 lines)\n1\t"), "{out}");
     assert!(
-        out.ends_with("(Skipped to stay within 50 KB: big2.txt. Read them separately, or narrow the paths or glob.)"),
+        out.ends_with(
+            "(Skipped to stay within 50 KB: big2.txt. Read them separately, or narrow the paths or glob.)"
+        ),
         "{out}"
     );
     assert!(!out.contains("KEY=1"));
@@ -124,7 +128,10 @@ async fn a_utf16_file_reads_as_text_and_write_and_edit_keep_its_encoding() {
     h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
     let session = h.session().await;
     h.client.prompt(&session, "edit").await.unwrap();
-    assert_eq!(tool_result(&h.model.messages(1), "r1"), "1\t\u{feff}alpha\n2\tbeta\n\n(End of file: 2 lines)");
+    assert_eq!(
+        tool_result(&h.model.messages(1), "r1"),
+        "1\t\u{feff}alpha\n2\tbeta\n\n(End of file: 2 lines)"
+    );
     assert_eq!(std::fs::read(&be).unwrap(), encode("alpha\ngamma\n", Encoding::Utf16Be));
     assert_eq!(std::fs::read(&le).unwrap(), encode("uno\r\ndos\r\n", Encoding::Utf16Le));
 }
@@ -155,9 +162,13 @@ async fn grep_shows_context_lines_and_honours_the_ignore_stack() {
     h.write("node_modules/dep/index.js", "needle\n");
     h.write("build/out.txt", "needle\n");
     h.write("src/build/gen.rs", "needle\n");
-    let messages = run(&h, vec![call("g", "grep", json!({"pattern": "needle", "context": 1, "include": "*.rs"}))]).await;
+    let messages =
+        run(&h, vec![call("g", "grep", json!({"pattern": "needle", "context": 1, "include": "*.rs"}))]).await;
     let out = tool_result(&messages, "g");
     let mut groups: Vec<&str> = out.split("\n--\n").collect();
     groups.sort();
-    assert_eq!(groups, vec!["src/build/gen.rs:1:needle", "src/lib.rs-2-two\nsrc/lib.rs:3:needle\nsrc/lib.rs-4-four"]);
+    assert_eq!(
+        groups,
+        vec!["src/build/gen.rs:1:needle", "src/lib.rs-2-two\nsrc/lib.rs:3:needle\nsrc/lib.rs-4-four"]
+    );
 }

@@ -421,8 +421,16 @@ async fn kill_shell_by_port_stops_the_task_that_listens_there_and_refuses_anothe
     let foreign = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let foreign_port = foreign.local_addr().unwrap().port();
     h.model.script(vec![
-        calls(&[("m", "monitor", &json!({"command": LISTENER, "notify": "pattern", "pattern": "port \\d+"}).to_string())]),
-        calls(&[("w", "shell_output", &json!({"task_id": "task_1", "wait": "pattern", "pattern": "port \\d+"}).to_string())]),
+        calls(&[(
+            "m",
+            "monitor",
+            &json!({"command": LISTENER, "notify": "pattern", "pattern": "port \\d+"}).to_string(),
+        )]),
+        calls(&[(
+            "w",
+            "shell_output",
+            &json!({"task_id": "task_1", "wait": "pattern", "pattern": "port \\d+"}).to_string(),
+        )]),
         answer(&["started"]),
     ]);
     h.client.answer_permissions(&[Answer::Pick(K::AllowAlways), Answer::Pick(K::AllowAlways)]);
@@ -453,9 +461,16 @@ async fn kill_shell_by_port_stops_the_task_that_listens_there_and_refuses_anothe
         "{refused}"
     );
     assert!(refused.ends_with("which is not a task of this session, so nothing was signalled. If it must stop, stop it with bash (for example `kill "), "{refused}");
-    assert!(std::net::TcpStream::connect(("127.0.0.1", foreign_port)).is_ok(), "the other listener still runs");
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", foreign_port)).is_ok(),
+        "the other listener still runs"
+    );
     let messages = h.model.messages(5);
-    assert!(tool_result(&messages, "all").starts_with("task_1 [finished: Killed by SIGTERM"), "{}", tool_result(&messages, "all"));
+    assert!(
+        tool_result(&messages, "all").starts_with("task_1 [finished: Killed by SIGTERM"),
+        "{}",
+        tool_result(&messages, "all")
+    );
     assert_eq!(
         tool_result(&messages, "running"),
         "<repair_note>renamed includeStopped→include_stopped</repair_note>\nNo running background tasks (1 finished; include_stopped: true lists them)."
@@ -466,7 +481,11 @@ async fn kill_shell_by_port_stops_the_task_that_listens_there_and_refuses_anothe
 async fn a_monitor_pattern_wakes_the_model_at_its_next_step_and_task_output_keeps_its_old_wait() {
     let h = Harness::start(vec![]).await;
     h.model.script(steps(vec![
-        vec![call("m", "monitor", json!({"command": "echo compiling; echo BUILD OK; sleep 60", "pattern": "BUILD (OK|FAILED)"}))],
+        vec![call(
+            "m",
+            "monitor",
+            json!({"command": "echo compiling; echo BUILD OK; sleep 60", "pattern": "BUILD (OK|FAILED)"}),
+        )],
         vec![call("w", "shell_output", json!({"task_id": "task_1", "wait": "pattern", "pattern": "BUILD"}))],
         vec![call("k", "kill_shell", json!({"task_id": "task_1"}))],
         vec![call("o", "task_output", json!({"task_id": "task_1"}))],
@@ -475,7 +494,10 @@ async fn a_monitor_pattern_wakes_the_model_at_its_next_step_and_task_output_keep
     let session = h.session().await;
     h.client.prompt(&session, "build").await.unwrap();
     let started = tool_result(&h.model.messages(1), "m");
-    assert!(started.contains("You will be told when its output matches `BUILD (OK|FAILED)`, and when it exits"), "{started}");
+    assert!(
+        started.contains("You will be told when its output matches `BUILD (OK|FAILED)`, and when it exits"),
+        "{started}"
+    );
     // The pattern note arrives with the request after the wait, before the model's next step.
     let note = h.model.messages(2).last().unwrap()["content"].as_str().unwrap().to_string();
     assert!(
@@ -484,5 +506,8 @@ async fn a_monitor_pattern_wakes_the_model_at_its_next_step_and_task_output_keep
     );
     let output = tool_result(&h.model.messages(4), "o");
     assert!(output.starts_with("<repair_note>"), "{output}");
-    assert!(output.ends_with("[finished]\nWait ended: the task exited."), "task_output waits for the exit: {output}");
+    assert!(
+        output.ends_with("[finished]\nWait ended: the task exited."),
+        "task_output waits for the exit: {output}"
+    );
 }

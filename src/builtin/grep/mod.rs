@@ -194,9 +194,11 @@ fn format_lines(results: &Results, cap: usize, cwd: &Path, with_context: bool) -
             if line.matched && shown == cap {
                 break 'files;
             }
-            if with_context && previous.is_some_and(|p| p + 1 != line.number) {
-                out.push("--".into());
-            } else if with_context && previous.is_none() && !out.is_empty() {
+            let new_group = match previous {
+                Some(p) => p + 1 != line.number,
+                None => !out.is_empty(),
+            };
+            if with_context && new_group {
                 out.push("--".into());
             }
             let separator = if line.matched { ':' } else { '-' };

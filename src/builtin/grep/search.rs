@@ -70,7 +70,8 @@ pub fn clamp(line: &[u8], match_at: Option<usize>) -> String {
     if total <= MAX_LINE_CHARS {
         return text.to_string();
     }
-    let match_char = match_at.map_or(0, |at| String::from_utf8_lossy(&line[..at.min(line.len())]).chars().count());
+    let match_char =
+        match_at.map_or(0, |at| String::from_utf8_lossy(&line[..at.min(line.len())]).chars().count());
     let start = if match_char + MAX_LINE_CHARS / 2 < MAX_LINE_CHARS { 0 } else { match_char - LEAD_CHARS };
     let shown: String = text.chars().skip(start).take(MAX_LINE_CHARS).collect();
     let head = if start > 0 { "..." } else { "" };
@@ -139,15 +140,19 @@ pub fn search_file(regex: &Regex, path: PathBuf, cap: usize, around: Around) -> 
 }
 
 /// The matching lines and their context, each line once, in order.
-fn with_context(bytes: &[u8], ranges: &[(usize, usize)], hits: &[(usize, usize)], around: Around) -> Vec<Line> {
+fn with_context(
+    bytes: &[u8],
+    ranges: &[(usize, usize)],
+    hits: &[(usize, usize)],
+    around: Around,
+) -> Vec<Line> {
     let mut lines: Vec<Line> = Vec::new();
     let mut next = 0;
     for (n, &(index, at)) in hits.iter().enumerate() {
         let from = index.saturating_sub(around.before).max(next);
         let until = hits.get(n + 1).map_or(ranges.len(), |(following, _)| *following);
         let to = (index + around.after).min(ranges.len() - 1).min(until.saturating_sub(1).max(index));
-        for i in from..=to {
-            let (start, end) = ranges[i];
+        for (i, &(start, end)) in ranges.iter().enumerate().take(to + 1).skip(from) {
             let matched = i == index;
             lines.push(Line {
                 number: i + 1,

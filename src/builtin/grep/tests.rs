@@ -72,7 +72,8 @@ fn the_cap_keeps_exactly_that_many_matches_and_reports_the_total() {
 fn context_lines_use_dashes_and_separate_groups_and_files() {
     let line = |number, text: &str, matched| Line { number, text: text.into(), matched };
     let mut a = hit("/p/a.rs", 2, &[]);
-    a.lines = vec![line(1, "one", false), line(2, "two", true), line(3, "three", false), line(9, "nine", true)];
+    a.lines =
+        vec![line(1, "one", false), line(2, "two", true), line(3, "three", false), line(9, "nine", true)];
     a.kept = 2;
     a.count = 2;
     let mut b = hit("/p/b.rs", 1, &[]);

@@ -86,8 +86,9 @@ impl<'a> Doc<'a> {
 
     /// The 0-based index of the line `raw` names, checked against the current text.
     fn check(&self, raw: &str) -> Result<usize, String> {
-        let Ref { line, hash } = tags::parse_ref(raw)
-            .map_err(|e| format!("Invalid line reference '{raw}': {e}. Use '<line>:<hash>' from the read output."))?;
+        let Ref { line, hash } = tags::parse_ref(raw).map_err(|e| {
+            format!("Invalid line reference '{raw}': {e}. Use '<line>:<hash>' from the read output.")
+        })?;
         let total = self.lines.len();
         let index = usize::try_from(line).ok().filter(|n| (1..=total).contains(n)).map(|n| n - 1);
         let Some(index) = index else {
@@ -125,7 +126,12 @@ fn resolve(doc: &Doc, op: &Op) -> Result<Resolved, String> {
         Kind::Replace { line } => {
             let index = doc.check(line)?;
             let lines = if op.new.is_empty() { vec![String::new()] } else { new_lines(&op.new) };
-            Ok(Resolved { from: index, to: index + 1, lines, summary: format!("replaced line {}", index + 1) })
+            Ok(Resolved {
+                from: index,
+                to: index + 1,
+                lines,
+                summary: format!("replaced line {}", index + 1),
+            })
         }
         Kind::ReplaceRange { start, end } => {
             let (first, last) = (doc.check(start)?, doc.check(end)?);

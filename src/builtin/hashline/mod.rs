@@ -52,7 +52,10 @@ fn op_schema() -> Value {
 pub fn def() -> Def {
     let mut properties = op_schema();
     if let Some(map) = properties.as_object_mut() {
-        map.insert("filepath".into(), json!({"type": "string", "description": "Absolute path of the file to edit"}));
+        map.insert(
+            "filepath".into(),
+            json!({"type": "string", "description": "Absolute path of the file to edit"}),
+        );
         map.insert(
             "edits".into(),
             json!({
@@ -125,8 +128,12 @@ fn parse_ops(args: &Value) -> Result<Vec<Op>, String> {
     };
     let top = args.get("operation").is_some_and(|o| !o.is_null());
     match (list, top) {
-        (Some(_), true) => Err("Give either one operation (operation, line, ...) or an 'edits' list, not both.".into()),
-        (Some(items), false) if items.is_empty() => Err("'edits' is empty: give at least one operation.".into()),
+        (Some(_), true) => {
+            Err("Give either one operation (operation, line, ...) or an 'edits' list, not both.".into())
+        }
+        (Some(items), false) if items.is_empty() => {
+            Err("'edits' is empty: give at least one operation.".into())
+        }
         (Some(items), false) if items.len() > MAX_EDITS => {
             Err(format!("'edits' holds {} operations; at most {MAX_EDITS} fit in one call.", items.len()))
         }
@@ -243,7 +250,11 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         kind: Kind::Edit,
         locations: vec![Location::at_line(&path, first_changed_line(Some(&old), &applied.text))],
         patterns: vec![path.to_string_lossy().into_owned()],
-        content: vec![Content::Diff { path: path.clone(), old_text: Some(old.clone()), new_text: applied.text.clone() }],
+        content: vec![Content::Diff {
+            path: path.clone(),
+            old_text: Some(old.clone()),
+            new_text: applied.text.clone(),
+        }],
     };
     let plan = Plan { path, old, new: applied.text, summaries: applied.summaries, _lock: lock };
     Ok(Preview { category: None, presentation, plan: Arc::new(plan) })
@@ -258,7 +269,8 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     let mut output = report(&plan.path, &name, &plan.old, &written.content, &plan.summaries);
     output.push_str(&new_tags(&plan.old, &written.content));
     if written.content != plan.new {
-        output.push_str("\n(The formatter changed the file after the edit; the references above are current.)");
+        output
+            .push_str("\n(The formatter changed the file after the edit; the references above are current.)");
     }
     if let Some(error) = &written.formatter_error {
         output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));

@@ -23,14 +23,46 @@ fn cases() -> Value {
 /// Case name → what we do instead (`ok:<file text>` or `err:<message start>`), and why.
 const DIFFERENCES: &[(&str, &str, &str)] = &[
     ("uncached file", "tool", "checked by the tool: the file must have been read (`was_read`)"),
-    ("line not in cache", "err:Line 99 is out of range (file has 1 lines). Its last lines are:", "checked against the file"),
-    ("stale hash", "err:Line 1 has changed since you read it (your reference says 'zz', the line is now '5d').", "checked against the file"),
-    ("invalid ref format", "err:Invalid line reference 'not-a-ref': Invalid line reference 'not-a-ref': expected format '<line>:<hash>'. Use '<line>:<hash>' from the read output.", "our read tool is `read`"),
-    ("uppercase hash is a mismatch (comparison is case-sensitive)", "ok:", "hashes are hex: case is forgiven"),
-    ("negative line number parses but is not cached", "err:Line -1 is out of range (file has 1 lines).", "checked against the file"),
-    ("replace line beyond EOF (cache has line 99, file has 1 line)", "err:Line 99 is out of range (file has 1 lines).", "the last lines' tags follow"),
-    ("e2e: disk changed after read, cache still matches -> edit applied to disk lines", "err:Line 2 has changed since you read it", "edits by others are caught, not overwritten by line number"),
-    ("e2e: ref stale after cache changed", "err:Line 2 is out of range (file has 1 lines).", "checked against the file"),
+    (
+        "line not in cache",
+        "err:Line 99 is out of range (file has 1 lines). Its last lines are:",
+        "checked against the file",
+    ),
+    (
+        "stale hash",
+        "err:Line 1 has changed since you read it (your reference says 'zz', the line is now '5d').",
+        "checked against the file",
+    ),
+    (
+        "invalid ref format",
+        "err:Invalid line reference 'not-a-ref': Invalid line reference 'not-a-ref': expected format '<line>:<hash>'. Use '<line>:<hash>' from the read output.",
+        "our read tool is `read`",
+    ),
+    (
+        "uppercase hash is a mismatch (comparison is case-sensitive)",
+        "ok:",
+        "hashes are hex: case is forgiven",
+    ),
+    (
+        "negative line number parses but is not cached",
+        "err:Line -1 is out of range (file has 1 lines).",
+        "checked against the file",
+    ),
+    (
+        "replace line beyond EOF (cache has line 99, file has 1 line)",
+        "err:Line 99 is out of range (file has 1 lines).",
+        "the last lines' tags follow",
+    ),
+    (
+        "e2e: disk changed after read, cache still matches -> edit applied to disk lines",
+        "err:Line 2 has changed since you read it",
+        "edits by others are caught, not overwritten by line number",
+    ),
+    (
+        "e2e: ref stale after cache changed",
+        "err:Line 2 is out of range (file has 1 lines).",
+        "checked against the file",
+    ),
     ("e2e: CRLF file is rewritten with LF", "ok:A\r\nb\r\n", "line endings are kept"),
     ("e2e: file not found", "tool", "checked by the tool before references are"),
 ];
@@ -53,13 +85,16 @@ fn every_hash_vector_is_the_md5_prefix() {
 fn tags_are_number_colon_hash_bar_content() {
     let cases = cases();
     for case in cases["format_cases"].as_array().unwrap() {
-        let (number, content) = (case["line_number"].as_u64().unwrap() as usize, case["content"].as_str().unwrap());
+        let (number, content) =
+            (case["line_number"].as_u64().unwrap() as usize, case["content"].as_str().unwrap());
         // Two upstream cases give a made-up hash; ours is always the real one.
-        let expect = case["expect"].as_str().unwrap().replacen(case["hash"].as_str().unwrap(), &hash(content), 1);
+        let expect =
+            case["expect"].as_str().unwrap().replacen(case["hash"].as_str().unwrap(), &hash(content), 1);
         assert_eq!(tag(number, content), expect);
     }
     for case in cases["tag_cases"].as_array().unwrap() {
-        let (content, offset) = (case["content"].as_str().unwrap(), case["offset"].as_u64().unwrap() as usize);
+        let (content, offset) =
+            (case["content"].as_str().unwrap(), case["offset"].as_u64().unwrap() as usize);
         let ours: Vec<String> =
             split_lines(content).iter().enumerate().map(|(i, line)| tag(offset + i + 1, line)).collect();
         if content.contains('\u{2028}') {

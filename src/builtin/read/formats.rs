@@ -65,8 +65,10 @@ fn output(out: &Value) -> String {
             match data.and_then(|d| d.get("text/plain")) {
                 Some(text) => joined(Some(text)),
                 None => {
-                    let kinds: Vec<&str> =
-                        data.and_then(Value::as_object).map(|d| d.keys().map(String::as_str).collect()).unwrap_or_default();
+                    let kinds: Vec<&str> = data
+                        .and_then(Value::as_object)
+                        .map(|d| d.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
                     format!("[{} output not shown]", kinds.join(", "))
                 }
             }
@@ -160,7 +162,10 @@ mod tests {
             {"output_type": "stream", "text": "y".repeat(2_010)}
         ]}]});
         let out = notebook(&doc.to_string()).unwrap();
-        assert!(out.contains(&format!("{}\n... (10 more characters)\n</output>", "y".repeat(2_000))), "{out}");
+        assert!(
+            out.contains(&format!("{}\n... (10 more characters)\n</output>", "y".repeat(2_000))),
+            "{out}"
+        );
     }
 
     #[test]

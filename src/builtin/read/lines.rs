@@ -93,7 +93,10 @@ mod tests {
     #[test]
     fn lines_are_numbered_from_one_and_windowed_by_offset_and_limit() {
         let text = "a\nb\nc\nd\n";
-        assert_eq!(numbers(text, 0, 2000), ("1\ta\n2\tb\n3\tc\n4\td\n\n(End of file: 4 lines)".to_string(), true));
+        assert_eq!(
+            numbers(text, 0, 2000),
+            ("1\ta\n2\tb\n3\tc\n4\td\n\n(End of file: 4 lines)".to_string(), true)
+        );
         assert_eq!(
             numbers(text, 1, 2),
             ("2\tb\n3\tc\n\n(File has 4 lines. Use offset=3 to read beyond line 3.)".to_string(), false)
@@ -110,7 +113,10 @@ mod tests {
         );
         let long = "x".repeat(2_500);
         let (out, full) = window(&long, 0, 10, truncate::MAX_BYTES, Labels::Hashes).unwrap();
-        assert_eq!(out, format!("1:{}|{}...\n\n(End of file: 1 lines)", tags::hash(&long), "x".repeat(2_000)));
+        assert_eq!(
+            out,
+            format!("1:{}|{}...\n\n(End of file: 1 lines)", tags::hash(&long), "x".repeat(2_000))
+        );
         assert!(!full);
     }
 

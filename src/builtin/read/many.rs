@@ -46,13 +46,18 @@ pub fn patterns(args: &Value) -> Result<Option<Vec<String>>, ToolError> {
         Some(Value::Array(items)) if items.is_empty() => Ok(None),
         Some(Value::Array(items)) => {
             if items.len() > MAX_PATTERNS {
-                return Err(ToolError::retry(format!("paths holds {} entries; at most {MAX_PATTERNS}.", items.len())));
+                return Err(ToolError::retry(format!(
+                    "paths holds {} entries; at most {MAX_PATTERNS}.",
+                    items.len()
+                )));
             }
             items
                 .iter()
                 .map(|p| match p.as_str().map(str::trim) {
                     Some(p) if !p.is_empty() => Ok(p.to_string()),
-                    _ => Err(ToolError::retry("paths must be a list of non-empty strings (paths or glob patterns)")),
+                    _ => Err(ToolError::retry(
+                        "paths must be a list of non-empty strings (paths or glob patterns)",
+                    )),
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .map(Some)
@@ -119,7 +124,11 @@ async fn expand(ctx: &Context, pattern: &str, targets: &mut Targets) -> Result<V
     let depth = if rest.contains("**") { None } else { Some(Path::new(&rest).components().count()) };
     let (stack, cancel, walk_root) = (ctx.files.ignores(), ctx.cancel.clone(), located.path.clone());
     let walked = tokio::task::spawn_blocking(move || {
-        Walker::new(&walk_root, &stack).max_depth(depth).keep(&|rel| matcher.is_match(rel)).cancel(&cancel).files()
+        Walker::new(&walk_root, &stack)
+            .max_depth(depth)
+            .keep(&|rel| matcher.is_match(rel))
+            .cancel(&cancel)
+            .files()
     })
     .await
     .map_err(|e| e.to_string())?;
@@ -138,7 +147,9 @@ pub async fn targets(ctx: &Context, patterns: &[String]) -> Result<Targets, Tool
         let files = if has_glob(pattern) && !path.exists() {
             match expand(ctx, pattern, &mut targets).await {
                 Ok(files) if files.is_empty() => {
-                    targets.items.push(Item::Error { name: pattern.clone(), message: "no files match".into() });
+                    targets
+                        .items
+                        .push(Item::Error { name: pattern.clone(), message: "no files match".into() });
                     continue;
                 }
                 Ok(files) => files,
@@ -194,7 +205,9 @@ async fn section(ctx: &Context, path: &Path, budget: usize) -> (String, Seen) {
             (format!("// File: {name} (notebook)\n{output}"), Seen::Text(text, false))
         }
         Ok(Shown::Image { mime, bytes }) => (
-            format!("// File: {name} (image, {mime}, {bytes} bytes)\nNot inlined with other files: read it on its own to see it."),
+            format!(
+                "// File: {name} (image, {mime}, {bytes} bytes)\nNot inlined with other files: read it on its own to see it."
+            ),
             Seen::Other,
         ),
         Ok(Shown::Described(text)) => (format!("// File: {name} (PDF)\n{text}"), Seen::Other),

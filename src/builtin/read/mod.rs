@@ -21,7 +21,9 @@ use super::access::{self, Target};
 use crate::config::EditMode;
 use crate::display::{Kind, Location, Presentation};
 use crate::permission::Category;
-use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, resolve_path, truncate};
+use crate::tool::{
+    Context, Def, Preview, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, resolve_path, truncate,
+};
 use crate::workspace::ignore_rules::{Stack, VCS_DIRS};
 use crate::workspace::{files, regular};
 use lines::Labels;
@@ -240,10 +242,20 @@ async fn image(path: &Path, mime: &str, location: Vec<Location>) -> Result<ToolO
 /// What reading one file shows.
 enum Shown {
     /// Lines of a text (the text itself is kept for the read ledger).
-    Text { output: String, full: bool, text: String },
+    Text {
+        output: String,
+        full: bool,
+        text: String,
+    },
     /// A notebook rendered as cells.
-    Notebook { output: String, text: String },
-    Image { mime: &'static str, bytes: u64 },
+    Notebook {
+        output: String,
+        text: String,
+    },
+    Image {
+        mime: &'static str,
+        bytes: u64,
+    },
     /// Said instead of the content (a PDF).
     Described(String),
 }
@@ -277,9 +289,10 @@ async fn show(ctx: &Context, path: &Path, window: Window) -> Result<Shown, ToolE
         return Ok(Shown::Image { mime, bytes: meta.len() });
     }
     let owned = path.to_path_buf();
-    let head = tokio::task::spawn_blocking(move || regular::read(&owned, 8).map(|r| r.bytes).unwrap_or_default())
-        .await
-        .unwrap_or_default();
+    let head =
+        tokio::task::spawn_blocking(move || regular::read(&owned, 8).map(|r| r.bytes).unwrap_or_default())
+            .await
+            .unwrap_or_default();
     if formats::is_pdf(path, &head) {
         return Ok(Shown::Described(formats::pdf(path, meta.len())));
     }
@@ -299,8 +312,8 @@ async fn show(ctx: &Context, path: &Path, window: Window) -> Result<Shown, ToolE
     {
         // Keep the first cells when the notebook is too long.
         let budget = window.budget.saturating_sub(200);
-        let mut output = truncate::truncate_with(&cells, truncate::Direction::Tail, usize::MAX, budget)
-            .unwrap_or(cells);
+        let mut output =
+            truncate::truncate_with(&cells, truncate::Direction::Tail, usize::MAX, budget).unwrap_or(cells);
         output.push_str(
             "\n\n(A notebook, shown as its cells. It is stored as JSON: to edit it, read its raw lines with offset/limit and edit those.)",
         );

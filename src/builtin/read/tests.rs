@@ -26,5 +26,8 @@ fn missing_files_suggest_siblings_sharing_a_three_character_prefix_but_not_ignor
     let found = suggest_similar(&dir.path().join("conf.toml"), &stack);
     assert_eq!(found, vec![dir.path().join("config.toml"), dir.path().join("confirm.rs")]);
     assert!(suggest_similar(&dir.path().join("zz.rs"), &stack).is_empty());
-    assert!(suggest_similar(&dir.path().join("node_mod.js"), &stack).is_empty(), "an ignored folder is not suggested");
+    assert!(
+        suggest_similar(&dir.path().join("node_mod.js"), &stack).is_empty(),
+        "an ignored folder is not suggested"
+    );
 }

@@ -187,7 +187,10 @@ fn start_task(
             after.as_secs_f64()
         ),
         (None, Some(pattern), _) => {
-            format!("You will be told when its output matches `{}`, and when it exits; meanwhile", pattern.as_str())
+            format!(
+                "You will be told when its output matches `{}`, and when it exits; meanwhile",
+                pattern.as_str()
+            )
         }
         (None, None, true) => "You will be told when it exits; meanwhile".to_string(),
         (None, None, false) => "It keeps running after this turn;".to_string(),

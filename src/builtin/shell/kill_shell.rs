@@ -113,11 +113,16 @@ async fn by_port(ctx: &Context, port: u64) -> Result<ToolOutput, ToolError> {
         ));
     }
     let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
-    Ok(ToolOutput { output: lines.join("\n"), metadata: json!({"taskIds": ids, "port": port}), ..ToolOutput::default() })
+    Ok(ToolOutput {
+        output: lines.join("\n"),
+        metadata: json!({"taskIds": ids, "port": port}),
+        ..ToolOutput::default()
+    })
 }
 
 async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
-    let key = match (arg_opt_str(&args, "task_id")?, arg_opt_u64(&args, "pid")?, arg_opt_u64(&args, "port")?) {
+    let key = match (arg_opt_str(&args, "task_id")?, arg_opt_u64(&args, "pid")?, arg_opt_u64(&args, "port")?)
+    {
         (Some(id), _, _) => id.to_string(),
         (None, Some(pid), _) => pid.to_string(),
         (None, None, Some(port)) => return by_port(&ctx, port).await,

@@ -55,14 +55,21 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
 fn notify(args: &Value) -> Result<Notify, ToolError> {
     let check_after = arg_opt_u64(args, "check_after_ms")?.map(Duration::from_millis);
     let pattern = arg_opt_str(args, "pattern")?.filter(|p| !p.is_empty());
-    let mode = arg_opt_str(args, "notify")?.unwrap_or(if pattern.is_some() { "pattern" } else { "scheduled" });
+    let mode =
+        arg_opt_str(args, "notify")?.unwrap_or(if pattern.is_some() { "pattern" } else { "scheduled" });
     Ok(match mode {
-        "scheduled" => Notify { on_exit: true, check_after: Some(check_after.unwrap_or(DEFAULT_CHECK_AFTER)), pattern: None },
+        "scheduled" => Notify {
+            on_exit: true,
+            check_after: Some(check_after.unwrap_or(DEFAULT_CHECK_AFTER)),
+            pattern: None,
+        },
         "exit" => Notify::on_exit(),
         "never" => Notify::never(),
         "pattern" => {
             let Some(pattern) = pattern else {
-                return Err(ToolError::retry("notify \"pattern\" needs a `pattern` regex to watch the output for"));
+                return Err(ToolError::retry(
+                    "notify \"pattern\" needs a `pattern` regex to watch the output for",
+                ));
             };
             let regex = regex::Regex::new(pattern)
                 .map_err(|e| ToolError::retry(format!("invalid pattern `{pattern}`: {e}")))?;
@@ -89,13 +96,22 @@ mod tests {
     #[test]
     fn notify_defaults_to_a_scheduled_check_and_a_pattern_implies_pattern() {
         let scheduled = notify(&json!({})).unwrap();
-        assert_eq!((scheduled.on_exit, scheduled.check_after, scheduled.pattern.is_none()), (true, Some(DEFAULT_CHECK_AFTER), true));
+        assert_eq!(
+            (scheduled.on_exit, scheduled.check_after, scheduled.pattern.is_none()),
+            (true, Some(DEFAULT_CHECK_AFTER), true)
+        );
         let custom = notify(&json!({"check_after_ms": 500})).unwrap();
         assert_eq!(custom.check_after, Some(Duration::from_millis(500)));
         let watched = notify(&json!({"pattern": "ready"})).unwrap();
-        assert_eq!((watched.on_exit, watched.check_after, watched.pattern.map(|p| p.as_str().to_string())), (true, None, Some("ready".into())));
+        assert_eq!(
+            (watched.on_exit, watched.check_after, watched.pattern.map(|p| p.as_str().to_string())),
+            (true, None, Some("ready".into()))
+        );
         let never = notify(&json!({"notify": "never"})).unwrap();
-        assert_eq!((never.on_exit, never.check_after.is_none(), never.pattern.is_none()), (false, true, true));
+        assert_eq!(
+            (never.on_exit, never.check_after.is_none(), never.pattern.is_none()),
+            (false, true, true)
+        );
         assert_eq!(
             notify(&json!({"notify": "pattern"})).unwrap_err(),
             ToolError::retry("notify \"pattern\" needs a `pattern` regex to watch the output for")

@@ -114,10 +114,19 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
         Ended::Pattern => "the pattern appeared in the output".to_string(),
         Ended::Timeout => format!("timed out after {} ms", limit.as_millis()),
     };
-    let body = if task.tail(1).is_empty() { "(no output yet)".to_string() } else { task.fenced_tail(MAX_OUTPUT_CHARS) };
+    let body = if task.tail(1).is_empty() {
+        "(no output yet)".to_string()
+    } else {
+        task.fenced_tail(MAX_OUTPUT_CHARS)
+    };
     let marker = if running { "[still running]" } else { "[finished]" };
     Ok(ToolOutput {
-        output: format!("{}\n{}\n\n{}\n{marker}\nWait ended: {ended_text}.", header(&task), fence::NOTE, body),
+        output: format!(
+            "{}\n{}\n\n{}\n{marker}\nWait ended: {ended_text}.",
+            header(&task),
+            fence::NOTE,
+            body
+        ),
         metadata: json!({"taskId": task.id, "running": running, "waitEnded": ended_text}),
         bounded: true,
         ..ToolOutput::default()

@@ -39,18 +39,22 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     let include_stopped = match args.get("include_stopped") {
         None | Some(Value::Null) => true,
         Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(ToolError::retry(format!("include_stopped must be true or false, got {other}"))),
+        Some(other) => {
+            return Err(ToolError::retry(format!("include_stopped must be true or false, got {other}")));
+        }
     };
     let all = ctx.tasks.list();
     let stopped = all.iter().filter(|t| !matches!(t.state(), State::Running)).count();
-    let tasks: Vec<_> = all.into_iter().filter(|t| include_stopped || matches!(t.state(), State::Running)).collect();
+    let tasks: Vec<_> =
+        all.into_iter().filter(|t| include_stopped || matches!(t.state(), State::Running)).collect();
     let mut output = if tasks.is_empty() {
         "No background tasks in this session.".to_string()
     } else {
         tasks.iter().map(|t| t.summary()).collect::<Vec<_>>().join("\n")
     };
     if tasks.is_empty() && stopped > 0 && !include_stopped {
-        output = format!("No running background tasks ({stopped} finished; include_stopped: true lists them).");
+        output =
+            format!("No running background tasks ({stopped} finished; include_stopped: true lists them).");
     }
     Ok(ToolOutput { output, metadata: json!({"count": tasks.len()}), ..ToolOutput::default() })
 }

@@ -10,7 +10,17 @@
 const TOOL_ALIASES: &[(&str, &[&str])] = &[
     (
         "read",
-        &["readfile", "fileread", "cat", "view", "viewfile", "openfile", "open", "readfiles", "readmultiplefiles"],
+        &[
+            "readfile",
+            "fileread",
+            "cat",
+            "view",
+            "viewfile",
+            "openfile",
+            "open",
+            "readfiles",
+            "readmultiplefiles",
+        ],
     ),
     ("write", &["writefile", "filewrite", "createfile", "savefile", "writetofile", "create"]),
     (
@@ -67,7 +77,11 @@ pub fn implied_arguments(name: &str) -> Vec<(&'static str, &'static str)> {
     let cleaned = name.split("<|").next().unwrap_or(name).trim();
     let cleaned = cleaned.rsplit_once('.').map_or(cleaned, |(_, last)| last);
     let wanted = squash(cleaned);
-    ALIAS_DEFAULTS.iter().filter(|(alias, _, _)| *alias == wanted).map(|(_, key, value)| (*key, *value)).collect()
+    ALIAS_DEFAULTS
+        .iter()
+        .filter(|(alias, _, _)| *alias == wanted)
+        .map(|(_, key, value)| (*key, *value))
+        .collect()
 }
 
 fn squash(name: &str) -> String {

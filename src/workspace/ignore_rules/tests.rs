@@ -21,7 +21,8 @@ fn normalise(path: &str) -> PathBuf {
 #[test]
 fn every_ripgrep_gitignore_vector_gives_the_expected_answer() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/gitignore_cases.json");
-    let cases: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let cases: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     assert_eq!(cases.len(), 63);
     for case in cases {
         let base = tempfile::tempdir().unwrap();
@@ -104,7 +105,10 @@ fn defaults_are_anchored_at_the_project_root_even_when_a_subdirectory_is_searche
     assert!(!src.ignores(&root.join("src/bin"), true), "src/bin is a source folder, not the root's bin");
     let outside = tempfile::tempdir().unwrap();
     let other = stack.level(outside.path());
-    assert!(other.ignores(&outside.path().join("bin"), true), "outside the project, the searched root anchors");
+    assert!(
+        other.ignores(&outside.path().join("bin"), true),
+        "outside the project, the searched root anchors"
+    );
 }
 
 #[test]

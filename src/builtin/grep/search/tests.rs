@@ -28,10 +28,7 @@ fn binary_files_are_skipped_and_anchors_match_any_line() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("b.bin");
     std::fs::write(&bin, b"beta\0\0\0\0\0\0").unwrap();
-    assert!(matches!(
-        search_file(&compile("beta").unwrap(), bin, 10, Around::default()),
-        Searched::Nothing
-    ));
+    assert!(matches!(search_file(&compile("beta").unwrap(), bin, 10, Around::default()), Searched::Nothing));
     let m = matches("a\r\nc\r\nd\n", "^c$", 10, Around::default());
     assert_eq!(shown(&m), vec![(2, "c", true)]);
 }
@@ -75,7 +72,6 @@ fn long_lines_are_clamped_at_500_columns_keeping_the_match_in_view() {
 
 #[test]
 fn a_procfs_file_reporting_size_zero_is_read_only_up_to_the_size_limit() {
-    let searched =
-        search_file(&compile("x").unwrap(), "/proc/self/pagemap".into(), 10, Around::default());
+    let searched = search_file(&compile("x").unwrap(), "/proc/self/pagemap".into(), 10, Around::default());
     assert!(matches!(searched, Searched::TooLarge));
 }

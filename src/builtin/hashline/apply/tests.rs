@@ -76,7 +76,12 @@ fn an_edits_list_is_checked_against_one_snapshot_and_applied_all_or_nothing() {
     assert_eq!(applied.text, "top\nA\nb\ne\nf\ng\n");
     assert_eq!(
         applied.summaries,
-        vec!["replaced line 1", "replaced lines 3-4", "inserted 2 line(s) after line 5", "inserted 1 line(s) after line 0"]
+        vec![
+            "replaced line 1",
+            "replaced lines 3-4",
+            "inserted 2 line(s) after line 5",
+            "inserted 1 line(s) after line 0"
+        ]
     );
     let mut bad = ops.clone();
     bad.push(replace("2:zz".into(), "B"));
@@ -87,7 +92,10 @@ fn an_edits_list_is_checked_against_one_snapshot_and_applied_all_or_nothing() {
 #[test]
 fn edits_that_touch_the_same_lines_are_refused() {
     let text = "a\nb\nc\n";
-    let twice = vec![replace(tagged(text, 2), "x"), op(Kind::ReplaceRange { start: tagged(text, 1), end: tagged(text, 2) }, "y")];
+    let twice = vec![
+        replace(tagged(text, 2), "x"),
+        op(Kind::ReplaceRange { start: tagged(text, 1), end: tagged(text, 2) }, "y"),
+    ];
     assert_eq!(
         apply(text, &twice).unwrap_err(),
         "Edits 1 and 2 touch the same lines (replaced line 2 and replaced lines 1-2). Combine them into one edit."
@@ -95,7 +103,11 @@ fn edits_that_touch_the_same_lines_are_refused() {
     let inside = vec![op(Kind::InsertAfter { after: tagged(text, 2) }, "x"), replace(tagged(text, 2), "B")];
     assert!(apply(text, &inside).is_err(), "inserting after a line that is replaced is ambiguous");
     let beside = vec![op(Kind::InsertAfter { after: tagged(text, 1) }, "x"), replace(tagged(text, 2), "B")];
-    assert_eq!(apply(text, &beside).unwrap().text, "a\nx\nB\nc\n", "an insertion before a replaced line is fine");
+    assert_eq!(
+        apply(text, &beside).unwrap().text,
+        "a\nx\nB\nc\n",
+        "an insertion before a replaced line is fine"
+    );
 }
 
 #[test]
@@ -111,7 +123,9 @@ fn an_empty_file_takes_lines_inserted_before_line_one() {
 fn references_forgive_spaces_pasted_content_and_upper_case() {
     let text = "def foo():\n";
     let hash = tags::hash("def foo():");
-    for reference in [format!(" 1:{hash} "), format!("1:{hash}|def foo():"), format!("1:{}", hash.to_uppercase())] {
+    for reference in
+        [format!(" 1:{hash} "), format!("1:{hash}|def foo():"), format!("1:{}", hash.to_uppercase())]
+    {
         assert_eq!(apply(text, &[replace(reference.clone(), "x")]).unwrap().text, "x\n", "{reference}");
     }
 }

@@ -187,10 +187,10 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
         tool_result(&messages, "m2"),
         "<repair_note>repaired invalid JSON syntax</repair_note>\n1\tx\n\n(End of file: 1 lines)"
     );
-    // The JSON-repair crate reads `{not json` as the key `not json`; the required-field check then answers.
+    // The JSON-repair crate reads `{not json` as the key `not json`; read then names what it needs.
     assert_eq!(
         tool_result(&messages, "m3"),
-        "<repair_note>repaired invalid JSON syntax</repair_note>\nTool read needs file_path: string (Absolute path of the file to read); you sent keys [not json]. Resend the call with every required argument."
+        "<repair_note>repaired invalid JSON syntax</repair_note>\nTool read needs file_path: string (the file to read) or paths: array of string (several files or glob patterns); you sent keys [not json]. Resend the call with one of them."
     );
     assert_eq!(
         tool_result(&messages, "m6"),

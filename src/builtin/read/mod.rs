@@ -198,9 +198,13 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
             return Ok(Preview { presentation, plan, category: access.category });
         }
         (None, None) => {
-            return Err(ToolError::retry(
-                "Give file_path (the file to read) or paths (a list of files or glob patterns).",
-            ));
+            let sent: Vec<&str> =
+                args.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default();
+            return Err(ToolError::retry(format!(
+                "Tool read needs file_path: string (the file to read) or paths: array of string (several files or \
+                 glob patterns); you sent keys [{}]. Resend the call with one of them.",
+                sent.join(", ")
+            )));
         }
     };
     let targets = many::targets(&ctx, &patterns).await?;

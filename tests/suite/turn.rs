@@ -209,10 +209,13 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     assert_eq!(finished(&updates, "m1")["status"], "completed");
     assert_eq!(finished(&updates, "m5")["status"], "failed");
     assert_eq!(finished(&updates, "m6")["status"], "failed");
-    let invalid_call =
-        updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "m3").unwrap();
-    assert_eq!(invalid_call["title"], "Invalid call to `read`");
-    assert_eq!(invalid_call["name"], "invalid");
+    let call = |id: &str| {
+        updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == id).unwrap()
+    };
+    assert_eq!(call("m6")["title"], "Invalid call to `read`");
+    assert_eq!(call("m6")["name"], "invalid");
+    assert_eq!(call("m3")["title"], "Read file", "read itself names what it needs");
+    assert_eq!(call("m3")["name"], "read");
 }
 
 #[tokio::test]

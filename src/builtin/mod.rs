@@ -58,15 +58,22 @@ mod tests {
     use crate::tool::tests::context;
 
     #[tokio::test]
-    async fn an_unknown_tool_lists_the_available_ones() {
+    async fn an_unknown_tool_lists_the_tools_offered_in_the_sessions_edit_mode() {
         let dir = tempfile::tempdir().unwrap();
         let registry = super::registry();
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, hashline_edit, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
         );
         assert!(outcome.is_error);
+        let mut ctx = context(dir.path(), None);
+        ctx.edit_mode = EditMode::Hashline;
+        let outcome = registry.execute("nope", ctx, json!({})).await;
+        assert_eq!(
+            outcome.output,
+            "Unknown tool `nope`. Available tools: read, write, hashline_edit, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+        );
     }
 
     #[test]

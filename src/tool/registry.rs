@@ -93,7 +93,7 @@ impl Registry {
                 title: format!("Unknown tool `{name}`"),
                 ..Presentation::default()
             }));
-            let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
+            let names: Vec<String> = self.offered(ctx.edit_mode).iter().map(|d| d.id.clone()).collect();
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
         let mut presentation = (def.present)(&args, &ctx.directory);

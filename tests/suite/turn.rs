@@ -202,7 +202,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, hashline_edit, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

@@ -198,12 +198,12 @@ pub fn apply(text: &str, ops: &[Op]) -> Result<Applied, String> {
     check_overlaps(&resolved)?;
     let summaries = resolved.iter().map(|r| r.summary.clone()).collect();
     // (content, original ending): new lines have none yet.
-    let mut lines: Vec<(String, Option<&str>)> =
-        doc.lines.iter().zip(&doc.endings).map(|(l, e)| ((*l).to_string(), Some(*e))).collect();
+    let mut lines: Vec<(&str, Option<&str>)> =
+        doc.lines.iter().zip(&doc.endings).map(|(l, e)| (*l, Some(*e))).collect();
     let mut order: Vec<&Resolved> = resolved.iter().collect();
     order.sort_by_key(|r| std::cmp::Reverse((r.from, r.to)));
     for r in order {
-        lines.splice(r.from..r.to, r.lines.iter().map(|l| (l.clone(), None)));
+        lines.splice(r.from..r.to, r.lines.iter().map(|l| (l.as_str(), None)));
     }
     // An empty file gets a final newline; otherwise the file keeps whether it had one.
     let final_newline = doc.endings.last().is_none_or(|e| !e.is_empty());

@@ -7,9 +7,10 @@
 //! through the same checks and write path; the result carries a unified diff and the new tags of the changed
 //! lines, so the model can go on editing without reading again.
 //!
-//! Owns the tool. Line tags live in `tags`, the operations in `apply`.
+//! Owns the tool. Line tags live in `tags`, the operations in `apply`, the reported diff in `diff`.
 
 pub mod apply;
+mod diff;
 pub mod tags;
 
 #[cfg(test)]
@@ -19,7 +20,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use similar::TextDiff;
 
 use super::change::{first_changed_line, shown, unchanged_since_preview, veto_secrets, writable};
 use super::read;
@@ -27,6 +27,7 @@ use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
 use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_str, resolve_path};
 use apply::Op;
+use diff::LineDiff;
 
 pub const ID: &str = "hashline_edit";
 /// Larger files are refused (as by `edit`).
@@ -158,23 +159,28 @@ fn for_diff(text: &str) -> String {
 /// The message and unified diff the model gets (`shown` names the file in the diff's headers).
 pub fn report(path: &Path, shown: &str, old: &str, new: &str, summaries: &[String]) -> String {
     let (old, new) = (for_diff(old), for_diff(new));
-    let diff = TextDiff::from_lines(&old, &new)
-        .unified_diff()
-        .context_radius(CONTEXT)
-        .missing_newline_hint(false)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
-        .to_string();
+    message(path, shown, &LineDiff::new(&old, &new), summaries)
+}
+
+/// What the tool returns: the report, then the new tags of the changed lines.
+pub fn result(path: &Path, shown: &str, old: &str, new: &str, summaries: &[String]) -> String {
+    let (old, new) = (for_diff(old), for_diff(new));
+    let diff = LineDiff::new(&old, &new);
+    let mut text = message(path, shown, &diff, summaries);
+    text.push_str(&new_tags(&diff, &new));
+    text
+}
+
+fn message(path: &Path, shown: &str, diff: &LineDiff, summaries: &[String]) -> String {
+    let diff = diff.unified(CONTEXT, &format!("a/{shown}"), &format!("b/{shown}"));
     format!("File '{}' updated: {}.\n\n{diff}", path.display(), summaries.join("; "))
 }
 
 /// The new tags of the changed lines and one line around each change, so the next edit needs no read.
-fn new_tags(old: &str, new: &str) -> String {
-    let (old, new) = (for_diff(old), for_diff(new));
-    let diff = TextDiff::from_lines(&old, &new);
-    let lines = tags::split_lines(&new);
+fn new_tags(diff: &LineDiff, new: &str) -> String {
+    let lines = tags::split_lines(new);
     let mut wanted = vec![false; lines.len()];
-    for op in diff.ops().iter().filter(|op| op.tag() != similar::DiffTag::Equal) {
-        let range = op.new_range();
+    for range in diff.changed() {
         for slot in wanted.iter_mut().take(range.end + 1).skip(range.start.saturating_sub(1)) {
             *slot = true;
         }
@@ -266,8 +272,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     let written = ctx.files.write(&plan.path, &plan.new, &ctx.directory).await?;
     ctx.file_modified(&plan.path, "edit");
     let name = shown(&plan.path, &ctx.directory);
-    let mut output = report(&plan.path, &name, &plan.old, &written.content, &plan.summaries);
-    output.push_str(&new_tags(&plan.old, &written.content));
+    let mut output = result(&plan.path, &name, &plan.old, &written.content, &plan.summaries);
     if written.content != plan.new {
         output
             .push_str("\n(The formatter changed the file after the edit; the references above are current.)");

@@ -36,6 +36,8 @@ pub const MAX_GREP_MATCHES: usize = 500;
 pub const MAX_CONTEXT: u64 = 20;
 /// How long a search may run before it returns what it found.
 pub const SEARCH_DEADLINE: Duration = Duration::from_secs(20);
+/// The longest regex accepted: 16 KiB, room for a long alternation of names; longer ones only cost compile time.
+pub const MAX_PATTERN_BYTES: usize = 16 * 1024;
 
 pub fn def() -> Def {
     Def {
@@ -273,6 +275,12 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     let pattern = arg_str(&args, "pattern")?;
     if pattern.is_empty() {
         return Err(ToolError::retry("pattern must not be empty"));
+    }
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(ToolError::retry(format!(
+            "the pattern is {} bytes long; the limit is {MAX_PATTERN_BYTES} bytes",
+            pattern.len()
+        )));
     }
     let regex = search::compile(pattern)?;
     let cap = match arg_opt_u64(&args, "max_count")? {

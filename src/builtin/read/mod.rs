@@ -79,10 +79,12 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     let shown = path.strip_prefix(cwd).map(Path::to_path_buf).unwrap_or_else(|_| path.clone());
     let title = match (offset, limit) {
         (0, None) => format!("Read {}", shown.display()),
-        (o, Some(l)) => format!("Read {} (lines {}-{})", shown.display(), o + 1, o + l),
-        (o, None) => format!("Read {} (from line {})", shown.display(), o + 1),
+        (o, Some(l)) => {
+            format!("Read {} (lines {}-{})", shown.display(), o.saturating_add(1), o.saturating_add(l))
+        }
+        (o, None) => format!("Read {} (from line {})", shown.display(), o.saturating_add(1)),
     };
-    let line = u32::try_from(offset + 1).unwrap_or(u32::MAX);
+    let line = u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX);
     Presentation {
         title,
         kind: Kind::Read,
@@ -344,7 +346,8 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     };
     let offset = arg_opt_u64(&args, "offset")?.unwrap_or(0) as usize;
     let limit = limit_arg(&args)?;
-    let location = vec![Location::at_line(&path, u32::try_from(offset + 1).unwrap_or(u32::MAX))];
+    let location =
+        vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
     let window = Window { offset, limit, budget: truncate::MAX_BYTES };
     let output = match show(&ctx, &path, window).await? {
         Shown::Image { mime, .. } => return image(&path, mime, location).await,

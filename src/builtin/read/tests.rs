@@ -31,3 +31,11 @@ fn missing_files_suggest_siblings_sharing_a_three_character_prefix_but_not_ignor
         "an ignored folder is not suggested"
     );
 }
+
+#[test]
+fn the_largest_offset_and_limit_are_presented_without_overflowing() {
+    let shown = present(&json!({"file_path": "a", "offset": u64::MAX, "limit": u64::MAX}), Path::new("/w"));
+    assert_eq!(shown.title, format!("Read a (lines {}-{})", u64::MAX, u64::MAX));
+    let shown = present(&json!({"file_path": "a", "offset": u64::MAX}), Path::new("/w"));
+    assert_eq!(shown.title, format!("Read a (from line {})", u64::MAX));
+}

@@ -69,6 +69,7 @@ async fn hashline_mode_offers_hashline_edit_instead_of_edit_and_apply_patch_glob
             "kill_shell",
             "todowrite",
             "question",
+            "webfetch",
             "plan_enter",
             "plan_exit"
         ]

@@ -50,6 +50,7 @@ async fn main() {
         terminals: None,
         control: Default::default(),
         subagents: None,
+        edit_mode: Default::default(),
     };
     let before = peak_rss_mb();
     let start = Instant::now();

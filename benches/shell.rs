@@ -45,6 +45,7 @@ async fn main() {
         terminals: None,
         control: Default::default(),
         subagents: None,
+        edit_mode: Default::default(),
     };
     const RUNS: usize = 200;
     let mut raw = Vec::new();

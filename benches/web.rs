@@ -126,6 +126,7 @@ async fn main() {
         terminals: None,
         control: Default::default(),
         subagents: None,
+        edit_mode: Default::default(),
     };
     let fetch = |n: usize| json!({"url": server.url(&format!("/guide?run={n}"))});
 

@@ -20,9 +20,9 @@
 //! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the subagent seam (`tool::subagent`), the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
-//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and ignore rules; atomic writes; secret files and secret content; formatters |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters |
 //! | `web`        | the service behind webfetch and websearch: the SSRF-guarded HTTP client of its own (URL check, guarded resolver, redirect policy, no proxy), HTML → Markdown, the response cache, the search client |
-//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
+//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks (monitor wake-ups, fenced output, listening ports), the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |

@@ -221,7 +221,13 @@ pub fn plan(items: &serde_json::Value) -> acp::Plan {
                 _ => acp::PlanEntryStatus::Pending,
             };
             let content = item.get("content").and_then(serde_json::Value::as_str).unwrap_or("");
-            acp::PlanEntry::new(content, priority, status)
+            // While an item runs, the editor shows what is happening ("Adding the form").
+            let active = item.get("activeForm").and_then(serde_json::Value::as_str).filter(|a| !a.is_empty());
+            let shown = match (&status, active) {
+                (acp::PlanEntryStatus::InProgress, Some(active)) => active,
+                _ => content,
+            };
+            acp::PlanEntry::new(shown, priority, status)
         })
         .collect();
     acp::Plan::new(entries)

@@ -153,12 +153,14 @@ enum Step {
 }
 
 impl Turn<'_> {
+    /// The tools offered for this session's edit mode, with the descriptions the user's files override.
     fn tool_specs(&self) -> Vec<ToolSpec> {
+        let descriptions = &self.config.tool_descriptions;
         self.registry
-            .model_tools()
+            .offered(self.config.edit_mode_for(&self.model_name))
             .iter()
             .map(|d| {
-                let mut description = d.description.clone();
+                let mut description = descriptions.get(&d.id).unwrap_or(&d.description).clone();
                 // The agents `task` may start depend on the session (its configuration, its project).
                 if d.id == TASK_TOOL
                     && let Some(subagents) = &self.subagents
@@ -488,6 +490,7 @@ impl Turn<'_> {
             terminals: self.terminals.clone(),
             control: self.control.clone(),
             subagents: self.subagents.clone(),
+            edit_mode: self.config.edit_mode_for(&self.model_name),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {

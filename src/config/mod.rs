@@ -6,6 +6,9 @@
 //! Owns the file format and the precedence rule. Reads files only; must not open network connections.
 //! Callers pass the environment in explicitly ([`Sources`]) so tests never see the developer's variables.
 
+pub mod git;
+pub mod models;
+pub mod tools;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -16,6 +19,8 @@ use serde::Deserialize;
 
 use trust::{Request, Standing, Trust};
 pub mod web;
+
+pub use models::{EditMode, ModelSettings};
 
 /// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -56,7 +61,7 @@ impl Sources {
         Self { env, user_config_home }
     }
 
-    fn var(&self, name: &str) -> Option<&str> {
+    pub(crate) fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
@@ -150,6 +155,21 @@ pub struct Config {
     pub permission_rules: Vec<crate::permission::Rule>,
     /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
     pub max_diff_bytes: usize,
+    /// How the model edits files unless its own settings say otherwise (`edit_mode`).
+    pub edit_mode: EditMode,
+    /// Settings of particular models (`[models."NAME"]`).
+    pub model_settings: BTreeMap<String, ModelSettings>,
+    /// Tool descriptions from `tools/<name>.md` files (the user's, then a trusted project's), by tool name.
+    pub tool_descriptions: BTreeMap<String, String>,
+    /// The user's global git excludes file, which searches honour (it may not exist).
+    pub git_excludes: Option<PathBuf>,
+}
+
+impl Config {
+    /// The edit mode for `model`: its own setting, else the global one.
+    pub fn edit_mode_for(&self, model: &str) -> EditMode {
+        self.model_settings.get(model).and_then(|m| m.edit_mode).unwrap_or(self.edit_mode)
+    }
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -168,11 +188,19 @@ struct Layer {
     retry: Option<RetryLayer>,
     formatters: Option<BTreeMap<String, Vec<String>>>,
     shell: Option<ShellLayer>,
-    models: Option<Vec<String>>,
+    models: Option<models::ModelsLayer>,
     context_window: Option<u64>,
     max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    edit_mode: Option<EditMode>,
+    /// Per-model settings of this layer and the layers merged under it (a lower layer's table is kept even
+    /// when a higher layer's `models` list wins the picker).
+    #[serde(skip)]
+    model_settings: BTreeMap<String, ModelSettings>,
+    /// Tool descriptions from `tools/*.md` next to the layer's file (not a key of the file).
+    #[serde(skip)]
+    tool_descriptions: BTreeMap<String, String>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
@@ -241,6 +269,7 @@ fn merge_maps<V>(
 impl Layer {
     /// Fill every field still unset in `self` from `lower`.
     fn under(self, lower: Layer) -> Layer {
+        let model_settings = models::merge_settings(self.all_model_settings(), lower.all_model_settings());
         let retry = match (self.retry, lower.retry) {
             (Some(a), Some(b)) => Some(RetryLayer {
                 max_retries: a.max_retries.or(b.max_retries),
@@ -261,7 +290,11 @@ impl Layer {
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
             formatters: merge_maps(self.formatters, lower.formatters),
+            model_settings,
             models: self.models.or(lower.models),
+            edit_mode: self.edit_mode.or(lower.edit_mode),
+            tool_descriptions: merge_maps(Some(self.tool_descriptions), Some(lower.tool_descriptions))
+                .unwrap_or_default(),
             context_window: self.context_window.or(lower.context_window),
             max_diff_bytes: self.max_diff_bytes.or(lower.max_diff_bytes),
             default_mode: self.default_mode.or(lower.default_mode),
@@ -277,6 +310,12 @@ impl Layer {
                 (a, b) => a.or(b),
             },
         }
+    }
+
+    /// The per-model settings this layer holds: its own table's and those merged into it.
+    fn all_model_settings(&self) -> BTreeMap<String, ModelSettings> {
+        let own = self.models.as_ref().map(models::ModelsLayer::settings).unwrap_or_default();
+        models::merge_settings(own, self.model_settings.clone())
     }
 
     fn from_env(sources: &Sources) -> Result<Layer, ConfigError> {
@@ -400,7 +439,11 @@ impl Config {
     /// trust are left out unless `trust` says the user trusts them; what they want is returned instead.
     pub fn load(sources: &Sources, cwd: &Path, trust: &Trust) -> Result<Loaded, ConfigError> {
         let user = match &sources.user_config_home {
-            Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"))?,
+            Some(home) => {
+                let mut layer = Layer::from_file(&home.join("tinycode").join("config.toml"))?;
+                layer.tool_descriptions = tools::read_dir(&home.join("tinycode").join(tools::TOOLS_DIR));
+                layer
+            }
             None => Layer::default(),
         };
         let (project, untrusted) = Self::project_layer(cwd, trust)?;
@@ -417,20 +460,32 @@ impl Config {
     }
 
     /// The project's layer: all of it when trusted or harmless, else its harmless part and what the rest wants.
+    /// Its tool description files (`.tinycode/tools/*.md`) are prompt text from the repository: they need trust
+    /// like the file's gated settings, as `tools.<name>`.
     fn project_layer(cwd: &Path, trust: &Trust) -> Result<(Layer, Option<Request>), ConfigError> {
         let path = Self::project_file(cwd);
-        let Some(text) = read_optional(&path)? else { return Ok((Layer::default(), None)) };
+        let text = read_optional(&path)?;
+        let descriptions = tools::read_dir(&cwd.join(".tinycode").join(tools::TOOLS_DIR));
+        if text.is_none() && descriptions.is_empty() {
+            return Ok((Layer::default(), None));
+        }
+        let text = text.unwrap_or_default();
         let parse_error =
             |e: toml::de::Error| ConfigError::Parse { path: path.clone(), message: e.to_string() };
         // Every key is checked, gated or not, so a typo is an error rather than a question.
-        let full: Layer = toml::from_str(&text).map_err(parse_error)?;
+        let mut full: Layer = toml::from_str(&text).map_err(parse_error)?;
+        full.tool_descriptions = descriptions.clone();
         let table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
-        let (harmless, gated) = trust::split(&table);
+        let (harmless, mut gated) = trust::split(&table);
+        gated.extend(
+            descriptions.into_iter().map(|(name, text)| (format!("tools.{name}"), toml::Value::String(text))),
+        );
         if gated.is_empty() {
             return Ok((full, None));
         }
         let project = trust::canonical(cwd);
-        let mut request = Request::new(&project, &path, &gated);
+        let shown = if path.exists() { path.clone() } else { cwd.join(".tinycode").join(tools::TOOLS_DIR) };
+        let mut request = Request::new(&project, &shown, &gated);
         match trust.standing(&project, &request.fingerprint) {
             Standing::Trusted => Ok((full, None)),
             standing => {
@@ -442,6 +497,7 @@ impl Config {
     }
 
     fn resolve(layer: Layer, sources: &Sources) -> Config {
+        let model_settings = layer.all_model_settings();
         let defaults = RetryConfig::default();
         let retry = layer.retry.unwrap_or_default();
         Config {
@@ -476,11 +532,15 @@ impl Config {
                     remove: s.env_remove.unwrap_or_default(),
                 })
                 .unwrap_or_default(),
-            models: layer.models.unwrap_or_default(),
+            model_settings,
+            models: layer.models.map(|m| m.names()).unwrap_or_default(),
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
             max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
+            edit_mode: layer.edit_mode.unwrap_or_default(),
+            tool_descriptions: layer.tool_descriptions,
+            git_excludes: git::global_excludes(sources),
         }
     }
 }

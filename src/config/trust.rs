@@ -30,6 +30,7 @@ pub const HARMLESS: &[&str] = &[
     "response_timeout_ms",
     "retry",
     "shell.client_terminals",
+    "edit_mode",
 ];
 
 /// What each setting that needs trust lets a project do, as the ask words it. Settings of features not built yet
@@ -48,6 +49,7 @@ pub const GATED: &[(&str, &str)] = &[
     ("commands", "add slash commands that run shell lines"),
     ("hooks", "run these hooks"),
     ("instructions", "load these instruction files into the prompt"),
+    ("tools", "replace what the model is told about this tool (prompt text from the repository)"),
 ];
 
 /// Why an unlisted setting is gated.
@@ -224,7 +226,8 @@ pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, S
         let file = super::Config::project_file(&project);
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
-        return Ok(if gated.is_empty() {
+        let descriptions = super::tools::read_dir(&project.join(".tinycode").join(super::tools::TOOLS_DIR));
+        return Ok(if gated.is_empty() && descriptions.is_empty() {
             format!("{} sets nothing that needs trust; there is nothing to trust.", file.display())
         } else {
             format!("{} is already trusted with its current settings.", project.display())

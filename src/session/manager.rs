@@ -29,6 +29,7 @@ use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
 use crate::workspace::files::{FileLocks, Files};
+use crate::workspace::ignore_rules::Stack;
 
 /// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
 #[derive(Debug, thiserror::Error)]
@@ -168,16 +169,19 @@ impl Manager {
         let environment = Arc::new(Environment::new(&config.env_policy));
         let session = Arc::new(Session {
             id: row.id.clone(),
-            files: Arc::new(
-                Files::new(
+            files: Arc::new({
+                let files = Files::new(
                     seams.roots(&cwd),
                     seams.fs.clone(),
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
                 .with_environment(environment.clone())
-                .with_diff_limit(config.max_diff_bytes),
-            ),
+                .with_diff_limit(config.max_diff_bytes);
+                // Searches honour the user's global git excludes; the defaults are anchored at the project.
+                files.set_ignores(Stack::new(&cwd, config.git_excludes.as_deref()));
+                files
+            }),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
             ),

@@ -33,6 +33,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, Event};
+use crate::config::EditMode;
 use crate::control;
 use crate::display::{Content, Location, Presentation};
 use crate::permission::{self, Category};
@@ -158,6 +159,8 @@ pub struct Context {
     pub control: Arc<control::Control>,
     /// Who runs `task` calls; `None` where subagents are not available.
     pub subagents: Option<Arc<dyn subagent::Subagents>>,
+    /// How the model edits files: `hashline` tags the lines `read` returns.
+    pub edit_mode: EditMode,
 }
 
 impl Context {
@@ -172,8 +175,10 @@ impl Context {
         }
     }
 
-    /// Announce on the bus that this call changed `path` (`file.modified`).
+    /// Announce on the bus that this call changed `path` (`file.modified`), and note the change for the
+    /// to-do list's verification nudge.
     pub fn file_modified(&self, path: &Path, operation: &str) {
+        self.control.note_edit();
         self.bus.publish(Event::FileModified {
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::{Context, Def, Outcome, Preview, Progress, ToolError, boundary, invalid, repair, truncate};
 use crate::bus::Event;
+use crate::config::EditMode;
 use crate::display::Presentation;
 use crate::permission::{Ask, Verdict};
 
@@ -19,6 +20,8 @@ use crate::permission::{Ask, Verdict};
 #[derive(Default)]
 pub struct Registry {
     defs: RwLock<Vec<Arc<Def>>>,
+    /// Tools offered in one edit mode only (the others are offered in every mode).
+    only_in: RwLock<Vec<(String, EditMode)>>,
 }
 
 impl Registry {
@@ -46,7 +49,11 @@ impl Registry {
     /// order. Subagents get one: a tool left out is unknown to them, whatever they call.
     pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Registry {
         let defs = self.read_defs().iter().filter(|d| d.id == invalid::ID || keep(&d.id)).cloned().collect();
-        Registry { defs: RwLock::new(defs) }
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Registry { defs: RwLock::new(defs), only_in: RwLock::new(only_in) }
     }
 
     /// The ids of the tools offered to the model, in order.
@@ -75,6 +82,28 @@ impl Registry {
         self.read_defs().iter().filter(|d| d.id != invalid::ID).cloned().collect()
     }
 
+    /// Offer the tool `id` to the model only when the session's edit mode is `mode`.
+    pub fn offer_only_in(&self, id: &str, mode: EditMode) {
+        let mut only_in = match self.only_in.write() {
+            Ok(only_in) => only_in,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        only_in.retain(|(tool, _)| tool != id);
+        only_in.push((id.to_string(), mode));
+    }
+
+    /// The tools offered to a model editing in `mode`, in registration order.
+    pub fn offered(&self, mode: EditMode) -> Vec<Arc<Def>> {
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        self.model_tools()
+            .into_iter()
+            .filter(|d| only_in.iter().all(|(id, only)| *id != d.id || *only == mode))
+            .collect()
+    }
+
     /// Run one call through the seed's execution flow.
     pub async fn execute(&self, name: &str, mut ctx: Context, args: Value) -> Outcome {
         let Some(def) = self.resolve(name) else {
@@ -82,7 +111,7 @@ impl Registry {
                 title: format!("Unknown tool `{name}`"),
                 ..Presentation::default()
             }));
-            let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
+            let names: Vec<String> = self.offered(ctx.edit_mode).iter().map(|d| d.id.clone()).collect();
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
         let presented = boundary::guard_sync(|| (def.present)(&args, &ctx.directory));

@@ -17,7 +17,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use futures::future::BoxFuture;
 
 use super::boundary::{Located, Roots};
-use super::{atomic, format, regular};
+use super::ignore_rules::Stack;
+use super::{atomic, encoding, format, regular};
 use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
 
@@ -120,6 +121,8 @@ pub struct Files {
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
     /// Changes to larger files are shown as their changed region (config `max_diff_bytes`).
     diff_limit: std::sync::atomic::AtomicUsize,
+    /// What searches and listings leave out.
+    ignores: RwLock<Arc<Stack>>,
 }
 
 fn read_lock<T: Clone>(lock: &RwLock<T>) -> T {
@@ -162,7 +165,7 @@ async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
         .await
         .map_err(|e| ToolError::execution(e.to_string()))?;
     match read {
-        Ok(capped) if capped.complete => Ok(Some(String::from_utf8_lossy(&capped.bytes).into_owned())),
+        Ok(capped) if capped.complete => Ok(Some(encoding::decode(&capped.bytes).0)),
         Ok(_) => Err(too_large(path)),
         Err(regular::OpenError::NotFound) => Ok(None),
         Err(e) => Err(open_error(path, e)),
@@ -178,7 +181,9 @@ impl Files {
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
         let environment = Arc::new(Environment::default());
+        let anchor = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
         Self {
+            ignores: RwLock::new(Arc::new(Stack::plain(&anchor))),
             roots: RwLock::new(Roots::new(&roots)),
             client: RwLock::new(client),
             locks,
@@ -215,6 +220,21 @@ impl Files {
         }
     }
 
+    /// The ignore stack searches, listings and suggestions use.
+    pub fn ignores(&self) -> Arc<Stack> {
+        read_lock(&self.ignores)
+    }
+
+    /// Use `stack` from the next search on (the session's directory and the user's global excludes).
+    pub fn set_ignores(&self, stack: Stack) {
+        write_lock(&self.ignores, Arc::new(stack));
+    }
+
+    /// Whether the model has read `path` in this session (any part of it).
+    pub fn was_read(&self, path: &Path) -> bool {
+        self.ledger().contains_key(path)
+    }
+
     /// Run formatters with `environment` (the session's command environment).
     pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
         self.environment = environment;
@@ -235,6 +255,7 @@ impl Files {
             environment: self.environment.clone(),
             ledger: Mutex::new(HashMap::new()),
             diff_limit: std::sync::atomic::AtomicUsize::new(self.diff_limit()),
+            ignores: RwLock::new(self.ignores()),
         }
     }
 
@@ -377,11 +398,17 @@ impl Files {
                 )));
             }
             Err(EditorError::Unsupported) => {
-                let (target, bytes) = (path.to_path_buf(), content.as_bytes().to_vec());
-                tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
-                    .await
-                    .map_err(|e| ToolError::execution(e.to_string()))?
-                    .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
+                let (target, content) = (path.to_path_buf(), content.to_string());
+                tokio::task::spawn_blocking(move || {
+                    // An existing file keeps its encoding (UTF-16 stays UTF-16); a new file is UTF-8.
+                    let stored = regular::read(&target, 4)
+                        .map(|head| encoding::Encoding::detect(&head.bytes))
+                        .unwrap_or_default();
+                    atomic::write(&target, &encoding::encode(&content, stored))
+                })
+                .await
+                .map_err(|e| ToolError::execution(e.to_string()))?
+                .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
                 Via::Disk
             }
         };

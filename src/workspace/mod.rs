@@ -1,11 +1,12 @@
 //! The file services the tools share: file access (editor or disk, read ledger, locks), the workspace
-//! boundary, safe reads of regular files, directory walks, atomic writes, secret files and secret content,
+//! boundary, safe reads of regular files, text encodings (UTF-8, UTF-16), the ignore stack and directory walks, atomic writes, secret files and secret content,
 //! and formatters.
 //!
 //! Owns how the workspace's files are reached. Must not know the tool framework beyond its error type.
 
 pub mod atomic;
 pub mod boundary;
+pub mod encoding;
 pub mod files;
 pub mod format;
 pub mod ignore_rules;

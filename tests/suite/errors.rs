@@ -236,7 +236,7 @@ async fn bad_tool_arguments_missing_files_and_binary_files_are_errors_the_model_
     );
     assert_eq!(
         tool_result(&messages, "c"),
-        "Tool read needs file_path: string (Absolute path of the file to read); you sent keys [offset]. Resend the call with every required argument."
+        "Tool read needs file_path: string (the file to read) or paths: array of string (several files or glob patterns); you sent keys [offset]. Resend the call with one of them."
     );
     assert!(tool_result(&messages, "d").starts_with("invalid regex `(unclosed`: regex parse error"));
     assert_eq!(

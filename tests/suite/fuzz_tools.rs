@@ -172,6 +172,7 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
         terminals: None,
         control: Default::default(),
         subagents: None,
+        edit_mode: Default::default(),
     }
 }
 

@@ -88,6 +88,7 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
             "bash",
             "glob",
             "grep",
+            "list_dir",
             "monitor",
             "shell_output",
             "shell_tasks",
@@ -196,10 +197,10 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
         tool_result(&messages, "m2"),
         "<repair_note>repaired invalid JSON syntax</repair_note>\n1\tx\n\n(End of file: 1 lines)"
     );
-    // The JSON-repair crate reads `{not json` as the key `not json`; the required-field check then answers.
+    // The JSON-repair crate reads `{not json` as the key `not json`; read then names what it needs.
     assert_eq!(
         tool_result(&messages, "m3"),
-        "<repair_note>repaired invalid JSON syntax</repair_note>\nTool read needs file_path: string (Absolute path of the file to read); you sent keys [not json]. Resend the call with every required argument."
+        "<repair_note>repaired invalid JSON syntax</repair_note>\nTool read needs file_path: string (the file to read) or paths: array of string (several files or glob patterns); you sent keys [not json]. Resend the call with one of them."
     );
     assert_eq!(
         tool_result(&messages, "m6"),
@@ -211,17 +212,20 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");
     assert_eq!(finished(&updates, "m1")["status"], "completed");
     assert_eq!(finished(&updates, "m5")["status"], "failed");
     assert_eq!(finished(&updates, "m6")["status"], "failed");
-    let invalid_call =
-        updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "m3").unwrap();
-    assert_eq!(invalid_call["title"], "Invalid call to `read`");
-    assert_eq!(invalid_call["name"], "invalid");
+    let call = |id: &str| {
+        updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == id).unwrap()
+    };
+    assert_eq!(call("m6")["title"], "Invalid call to `read`");
+    assert_eq!(call("m6")["name"], "invalid");
+    assert_eq!(call("m3")["title"], "Read file", "read itself names what it needs");
+    assert_eq!(call("m3")["name"], "read");
 }
 
 #[tokio::test]

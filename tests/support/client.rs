@@ -556,6 +556,8 @@ pub struct Setup {
     pub trusted: bool,
     /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
     pub user_provider: bool,
+    /// Other files of the project (relative path, text), written before the agent starts.
+    pub project_files: Vec<(String, String)>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -586,7 +588,14 @@ impl Setup {
             capabilities: acp::ClientCapabilities::new(),
             trusted: false,
             user_provider: false,
+            project_files: Vec::new(),
         }
+    }
+
+    /// Write `text` to `rel` in the project before the agent starts (and before `trusted` trusts it).
+    pub fn project_file(mut self, rel: &str, text: &str) -> Self {
+        self.project_files.push((rel.to_string(), text.to_string()));
+        self
     }
 
     pub fn trusted(mut self) -> Self {
@@ -638,6 +647,11 @@ impl Setup {
         if !self.project_config.is_empty() {
             std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
             std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
+        }
+        for (rel, text) in &self.project_files {
+            let path = cwd.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
         }
         let sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
         if self.trusted {

@@ -99,8 +99,9 @@ async fn editable_text(ctx: &Context, path: &Path) -> Result<Option<String>, Too
     Ok(text)
 }
 
-fn not_found(path: &Path) -> ToolError {
-    let similar: Vec<String> = read::suggest_similar(path).iter().map(|p| p.display().to_string()).collect();
+fn not_found(path: &Path, stack: &crate::workspace::ignore_rules::Stack) -> ToolError {
+    let similar: Vec<String> =
+        read::suggest_similar(path, stack).iter().map(|p| p.display().to_string()).collect();
     let mut message = format!(
         "File not found: {}. To create it, use write (or edit with an empty old_string).",
         path.display()
@@ -119,7 +120,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
     let old = editable_text(&ctx, &path).await?;
     match &old {
         Some(text) => ctx.files.check_fresh(&path, text, false)?,
-        None if !old_string.is_empty() => return Err(not_found(&path)),
+        None if !old_string.is_empty() => return Err(not_found(&path, &ctx.files.ignores())),
         None => {}
     }
     // The editor hears of the call before the matching starts: fuzzy matching on a large file takes a while.

@@ -16,7 +16,7 @@
 //! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
-//! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
+//! | `llm`        | `transport` (HTTP client, SSE, error classification, retries) and one module per wire format (`chat`: Chat Completions with its tool-call assembly); malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |

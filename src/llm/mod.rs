@@ -1,14 +1,12 @@
-//! The model provider layer: provider-neutral request/response types, the [`ModelClient`] trait (streaming is
-//! the primitive), and the OpenAI-compatible Chat Completions implementation with its SSE decoder, tool-call
-//! assembly, retry policy and malformed-call repair.
+//! The model provider layer: provider-neutral request/response types and the [`ModelClient`] trait (streaming is
+//! the primitive); `transport` (HTTP, SSE, errors, retries) and one module per wire format (`chat`); malformed-call
+//! repair.
 //!
 //! Owns everything on the wire to the model. Must not know about ACP, sessions or tools beyond their JSON Schema.
 
-pub mod assemble;
-pub mod openai;
+pub mod chat;
 pub mod repair;
-pub mod retry;
-pub mod sse;
+pub mod transport;
 
 use futures::future::BoxFuture;
 use serde_json::Value;

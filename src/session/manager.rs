@@ -20,7 +20,7 @@ use crate::bus::Bus;
 use crate::config::trust::Trust;
 use crate::config::{Config, ConfigError, Loaded, Sources};
 use crate::control::Control;
-use crate::llm::openai::OpenAiClient;
+use crate::llm::chat::ChatClient;
 use crate::permission;
 use crate::permission::remembered::Remembered;
 use crate::shell::tasks::Tasks;
@@ -168,7 +168,7 @@ impl Manager {
             )),
             tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
-            model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
+            model: Mutex::new(Arc::new(ChatClient::new(&config))),
             models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
             models_swapped: Arc::new(tokio::sync::Notify::new()),
             catalogue: self.catalogue.clone(),

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::lock;
 use crate::bus::{Bus, Event};
 use crate::config::Config;
-use crate::llm::openai;
+use crate::llm::chat;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fetch {
@@ -114,7 +114,7 @@ fn configured(config: &Config) -> Vec<String> {
 }
 
 async fn fetch(list: &ModelList, config: &Config, bus: &Bus) {
-    let result = openai::list_models(config).await;
+    let result = chat::list_models(config).await;
     let (state, models) = match result {
         Ok(ids) => {
             list.extend(&ids);

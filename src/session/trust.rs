@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use super::{Session, lock};
 use crate::config::trust::{Request, Standing};
 use crate::config::{Config, Loaded};
-use crate::llm::openai::OpenAiClient;
+use crate::llm::chat::ChatClient;
 
 /// The user's answer to "trust this project?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +98,7 @@ impl Session {
     fn reconfigure(&self, config: Config) {
         self.perms.set_config_rules(config.permission_rules.clone());
         self.files.set_formatters(config.formatters.clone());
-        *lock(&self.model) = Arc::new(OpenAiClient::new(&config));
+        *lock(&self.model) = Arc::new(ChatClient::new(&config));
         let provider_changed = self.config().base_url != config.base_url;
         if provider_changed {
             let list = self.catalogue.for_provider(&config, &self.bus);

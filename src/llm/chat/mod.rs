@@ -1,59 +1,28 @@
 //! OpenAI-compatible Chat Completions over streaming SSE (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, DeepSeek,
-//! OpenRouter): request building, stream decoding, tool-call assembly, error classification and retries.
+//! OpenRouter): request building, stream decoding and tool-call assembly.
 //!
-//! Owns this wire format. Must not know about sessions or ACP.
+//! Owns this wire format. HTTP, error classification and retries belong to `transport`. Must not know about
+//! sessions or ACP.
+
+pub mod assemble;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
-use regex::Regex;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::assemble::Assembler;
+use super::transport::{self, Attempt, Decode, sse};
 use super::{
     Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response, Usage,
-    UserPart, retry, sse,
+    UserPart,
 };
 use crate::config::{Config, RetryConfig};
-
-/// Error bodies are read up to this size.
-const MAX_ERROR_BODY: usize = 64 * 1024;
-
-/// Texts providers use for "the prompt does not fit" (PROVIDERS.md §1.5).
-static OVERFLOW: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"(?i)prompt is too long|input is too long for requested model|exceeds the context window|input token count.*exceeds the maximum|maximum prompt length is \d+|reduce the length of the messages|maximum context length is \d+ tokens|exceeds the limit of \d+|exceeds the available context size|greater than the context length|context window exceeds limit|exceeded model token limit|context[_ ]length[_ ]exceeded|request entity too large|context length is only \d+ tokens|input length.*exceeds.*context length",
-    )
-    .ok()
-});
-
-fn is_overflow(message: &str, code: &str) -> bool {
-    OVERFLOW.as_ref().is_some_and(|re| re.is_match(message) || re.is_match(code))
-}
-
-/// One HTTP client for the whole process: building one loads the platform's root certificates, which is far
-/// too slow to do per session.
-fn http() -> Result<&'static reqwest::Client, LlmError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            // reqwest is built without a default crypto provider; ring is ours. Installing twice is harmless.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
-                .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))
-}
+use assemble::Assembler;
 
 /// A Chat Completions endpoint.
-pub struct OpenAiClient {
+pub struct ChatClient {
     base_url: String,
     api_key: Option<String>,
     retry: RetryConfig,
@@ -61,7 +30,7 @@ pub struct OpenAiClient {
     idle_timeout: Duration,
 }
 
-impl OpenAiClient {
+impl ChatClient {
     pub fn new(config: &Config) -> Self {
         Self {
             base_url: config.base_url.trim_end_matches('/').to_string(),
@@ -71,16 +40,6 @@ impl OpenAiClient {
             idle_timeout: config.stream_idle_timeout,
         }
     }
-}
-
-/// How one attempt failed.
-enum Attempt {
-    /// Worth another try (if nothing reached the user yet).
-    Retry {
-        message: String,
-        wait: Option<Duration>,
-    },
-    Fatal(LlmError),
 }
 
 fn image_data_uri(content: &str) -> Option<(&str, &str)> {
@@ -178,45 +137,6 @@ pub fn body(request: &Request) -> Value {
     body
 }
 
-/// `(message, code)` from an error body in any of the shapes providers use.
-fn error_details(body: &str) -> (String, String) {
-    let parsed: Value = serde_json::from_str(body).unwrap_or(Value::Null);
-    let error = parsed.get("error").unwrap_or(&parsed);
-    let text = |v: Option<&Value>| match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => String::new(),
-    };
-    let message = match error {
-        Value::String(s) => s.clone(),
-        Value::Object(_) => text(error.get("message")),
-        _ => String::new(),
-    };
-    let code = [text(error.get("code")), text(error.get("type"))].join(" ");
-    let message = if message.is_empty() { body.trim().chars().take(500).collect() } else { message };
-    (message, code)
-}
-
-fn classify(status: u16, headers: &reqwest::header::HeaderMap, body: &str) -> Attempt {
-    let (message, code) = error_details(body);
-    if status == 401 || status == 403 {
-        return Attempt::Fatal(LlmError::Auth { status, message });
-    }
-    if status == 413 || is_overflow(&message, &code) {
-        return Attempt::Fatal(LlmError::ContextOverflow { message });
-    }
-    if code.contains("insufficient_quota") || code.contains("billing") {
-        return Attempt::Fatal(LlmError::Quota { message });
-    }
-    if retry::is_retryable(status, headers) {
-        return Attempt::Retry {
-            message: format!("HTTP {status}: {message}"),
-            wait: retry::server_wait(headers),
-        };
-    }
-    Attempt::Fatal(LlmError::Rejected { status, message })
-}
-
 /// Accumulates one streamed response.
 #[derive(Default)]
 struct StreamState {
@@ -254,7 +174,7 @@ impl StreamState {
         if let Some(error) = chunk.get("error") {
             let status =
                 error.get("code").and_then(Value::as_u64).and_then(|c| u16::try_from(c).ok()).unwrap_or(500);
-            return Err(classify(status, &reqwest::header::HeaderMap::new(), &chunk.to_string()));
+            return Err(transport::classify(status, &reqwest::header::HeaderMap::new(), &chunk.to_string()));
         }
         if let Some(usage) = chunk.get("usage").and_then(usage_of) {
             self.usage = Some(usage);
@@ -305,73 +225,42 @@ impl StreamState {
     }
 }
 
-async fn read_error_body(response: reqwest::Response) -> String {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(Ok(chunk)) = stream.next().await {
-        body.extend_from_slice(&chunk);
-        if body.len() >= MAX_ERROR_BODY {
-            break;
-        }
+impl Decode for StreamState {
+    fn event(
+        &mut self,
+        event: &sse::Event,
+        on_delta: &(dyn Fn(Delta) + Send + Sync),
+    ) -> Result<bool, Attempt> {
+        self.data(&event.data, on_delta)?;
+        Ok(self.done)
     }
-    String::from_utf8_lossy(&body).into_owned()
+
+    fn end(self) -> Result<Response, Attempt> {
+        if self.done || self.finish.is_some() {
+            return Ok(self.finish());
+        }
+        Err(Attempt::Retry {
+            message: "the stream ended before the response was complete".into(),
+            wait: None,
+        })
+    }
 }
 
-impl OpenAiClient {
+impl ChatClient {
     async fn attempt(
         &self,
         body: &Value,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<Response, Attempt> {
-        let mut builder =
-            http().map_err(Attempt::Fatal)?.post(format!("{}/chat/completions", self.base_url)).json(body);
+        let mut builder = transport::http()
+            .map_err(Attempt::Fatal)?
+            .post(format!("{}/chat/completions", self.base_url))
+            .json(body);
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key);
         }
-        let response = match tokio::time::timeout(self.connect_timeout, builder.send()).await {
-            Err(_) => {
-                return Err(Attempt::Retry {
-                    message: "timed out waiting for the provider".into(),
-                    wait: None,
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(Attempt::Retry { message: format!("connection failed: {e}"), wait: None });
-            }
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status().as_u16();
-        if status != 200 {
-            let headers = response.headers().clone();
-            return Err(classify(status, &headers, &read_error_body(response).await));
-        }
-        let mut stream = response.bytes_stream();
-        let mut decoder = sse::Decoder::default();
-        let mut state = StreamState::default();
-        let cut = |message: String| Attempt::Retry { message, wait: None };
-        loop {
-            let chunk = match tokio::time::timeout(self.idle_timeout, stream.next()).await {
-                Err(_) => return Err(cut(format!("no data for {} s", self.idle_timeout.as_secs()))),
-                Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(cut(format!("connection lost mid-stream: {e}"))),
-                Ok(Some(Ok(chunk))) => chunk,
-            };
-            let events =
-                decoder.push(&chunk).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?;
-            for event in events {
-                state.data(&event.data, on_delta)?;
-            }
-            if state.done {
-                return Ok(state.finish());
-            }
-        }
-        if let Some(event) = decoder.finish() {
-            state.data(&event.data, on_delta)?;
-        }
-        if state.done || state.finish.is_some() {
-            return Ok(state.finish());
-        }
-        Err(cut("the stream ended before the response was complete".into()))
+        let response = transport::send(builder, self.connect_timeout).await?;
+        transport::read_events(response, self.idle_timeout, StreamState::default(), on_delta).await
     }
 
     async fn run(
@@ -386,40 +275,14 @@ impl OpenAiClient {
             emitted.store(true, Ordering::Relaxed);
             on_delta(delta);
         };
-        let mut last = String::new();
-        for attempt in 0..=self.retry.max_retries {
-            let result = tokio::select! {
-                result = self.attempt(&body, &relay) => result,
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            };
-            let (message, wait) = match result {
-                Ok(response) => return Ok(response),
-                Err(Attempt::Fatal(error)) => return Err(error),
-                Err(Attempt::Retry { message, wait }) => (message, wait),
-            };
-            if emitted.load(Ordering::Relaxed) {
-                return Err(LlmError::StreamInterrupted { message });
-            }
-            if attempt == self.retry.max_retries {
-                last = message;
-                break;
-            }
-            let wait = wait.unwrap_or_else(|| retry::backoff(&self.retry, attempt));
-            tracing::warn!(attempt = attempt + 1, wait_ms = wait.as_millis() as u64, %message, "model request failed; retrying");
-            last = message;
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            }
-        }
-        Err(LlmError::RetriesExhausted { attempts: self.retry.max_retries + 1, last })
+        transport::with_retries(&self.retry, &emitted, cancel, || self.attempt(&body, &relay)).await
     }
 }
 
 /// The model ids the provider offers (`GET {base}/models`). Bounded by the connect timeout; never retried.
 pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
     // The first use builds the client (TLS roots and all): do that off the runtime's threads.
-    let client = tokio::task::spawn_blocking(http)
+    let client = tokio::task::spawn_blocking(transport::http)
         .await
         .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))??;
     let mut builder = client.get(format!("{}/models", config.base_url.trim_end_matches('/')));
@@ -432,7 +295,7 @@ pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
         .map_err(|e| LlmError::Protocol(format!("cannot list models: {e}")))?;
     let status = response.status().as_u16();
     if status != 200 {
-        return Err(LlmError::Rejected { status, message: read_error_body(response).await });
+        return Err(LlmError::Rejected { status, message: transport::read_error_body(response).await });
     }
     let body: Value =
         response.json().await.map_err(|e| LlmError::Protocol(format!("bad model list: {e}")))?;
@@ -447,7 +310,7 @@ pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
     Ok(ids)
 }
 
-impl ModelClient for OpenAiClient {
+impl ModelClient for ChatClient {
     fn stream<'a>(
         &'a self,
         request: &'a Request,

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::ToolCall;
+use crate::llm::ToolCall;
 
 #[derive(Debug, Default)]
 struct Slot {

@@ -5,6 +5,7 @@ use serde_json::json;
 
 use super::*;
 use crate::llm::ToolCall;
+use crate::llm::transport::classify;
 
 fn classify_body(status: u16, body: serde_json::Value) -> Attempt {
     classify(status, &HeaderMap::new(), &body.to_string())

@@ -73,7 +73,10 @@ impl Journal {
         if let Some(reasoning) = reasoning {
             stored.push(part(
                 "reasoning",
-                json!({"messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text}),
+                json!({
+                    "messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text,
+                    "replay": reasoning.replay, "origin": reasoning.origin,
+                }),
             ));
         }
         if !text.is_empty() {
@@ -194,12 +197,12 @@ fn assistant(parts: &[(String, Value)]) -> Message {
         match kind.as_str() {
             "text" => text = text_of(data, "text"),
             "reasoning" => {
-                let field = if text_of(data, "field") == "reasoning" {
-                    ReasoningField::Reasoning
-                } else {
-                    ReasoningField::ReasoningContent
-                };
-                reasoning = Some(Reasoning { field, text: text_of(data, "text") });
+                reasoning = Some(Reasoning {
+                    field: ReasoningField::from_key(&text_of(data, "field")),
+                    text: text_of(data, "text"),
+                    replay: data.get("replay").filter(|r| !r.is_null()).cloned(),
+                    origin: data.get("origin").and_then(Value::as_str).map(String::from),
+                });
             }
             "tool_calls" => {
                 tool_calls = data

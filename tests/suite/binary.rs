@@ -298,7 +298,7 @@ async fn tinycode_run_exits_non_zero_with_the_cause_when_the_provider_fails() {
     assert_eq!(stdout, "");
     assert_eq!(
         stderr,
-        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key. Check TINYCODE_API_KEY (or OPENAI_API_KEY) and TINYCODE_BASE_URL.\n"
+        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key; fix the key: set TINYCODE_API_KEY.\n"
     );
 }
 

@@ -48,6 +48,8 @@ struct Shared {
     model_listings: usize,
     /// The `Authorization` header of every model-list request.
     listing_authorizations: Vec<Option<String>>,
+    /// Requests for anything but the model API, answered 404.
+    probes: Vec<String>,
 }
 
 pub struct FakeModel {
@@ -180,6 +182,14 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
             }
             None => "HTTP/1.1 500 Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
         };
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
+    if method != "POST" || !path.starts_with("/v1/") {
+        // Not a model request (a local server's own endpoints, `/api/show`, `/props`): not found, as at OpenAI.
+        state.lock().unwrap().probes.push(format!("{method} {path}"));
+        let reply = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
         let _ = stream.write_all(reply.as_bytes()).await;
         let _ = stream.shutdown().await;
         return;

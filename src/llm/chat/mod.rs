@@ -1,5 +1,9 @@
 //! OpenAI-compatible Chat Completions over streaming SSE (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, DeepSeek,
-//! OpenRouter): request building, stream decoding and tool-call assembly.
+//! OpenRouter, …): request building with each provider's quirks (`max_completion_tokens` or `max_tokens`, Mistral's
+//! tool ids, reasoning sent back under the key it came in, OpenRouter's `reasoning_details`), stream decoding
+//! (reasoning from `reasoning_content`, `reasoning` or `reasoning_details[]`, `{"error":…}` after HTTP 200,
+//! unknown finish reasons kept), tool-call assembly, and one whole JSON body from a server that ignores
+//! `stream: true`.
 //!
 //! Owns this wire format. HTTP, error classification and retries belong to `transport`. Must not know about
 //! sessions or ACP.
@@ -7,38 +11,57 @@
 pub mod assemble;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::transport::{self, Attempt, Decode, sse};
+use super::transport::{self, Attempt, Decode, Endpoint, sse};
 use super::{
-    Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response, Usage,
-    UserPart,
+    Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response,
+    ToolCall, Usage, UserPart, ids,
 };
-use crate::config::{Config, RetryConfig};
 use assemble::Assembler;
 
 /// A Chat Completions endpoint.
 pub struct ChatClient {
-    base_url: String,
-    api_key: Option<String>,
-    retry: RetryConfig,
-    connect_timeout: Duration,
-    idle_timeout: Duration,
+    endpoint: Endpoint,
 }
 
 impl ChatClient {
-    pub fn new(config: &Config) -> Self {
+    pub fn new(endpoint: Endpoint) -> Self {
+        Self { endpoint }
+    }
+}
+
+/// What a request body adapts to at one provider and model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `provider/model`: reasoning goes back only to the model that wrote it.
+    pub origin: String,
+    /// Tool ids must be 9 letters or digits (Mistral, directly or behind a router).
+    pub mistral_ids: bool,
+    /// The output limit is `max_completion_tokens` (OpenAI's o-series and gpt-5), not `max_tokens`.
+    pub completion_tokens: bool,
+}
+
+impl Target {
+    pub fn new(provider: &str, base_url: &str, model: &str) -> Self {
+        let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+        let mistral = ["mistral", "magistral", "codestral", "devstral", "ministral", "pixtral", "mixtral"]
+            .iter()
+            .any(|family| name.contains(family));
+        let openai = base_url.contains("api.openai.com");
+        let reasoning_family = ["o1", "o3", "o4", "gpt-5"].iter().any(|prefix| name.starts_with(prefix));
         Self {
-            base_url: config.base_url.trim_end_matches('/').to_string(),
-            api_key: config.api_key.clone(),
-            retry: config.retry.clone(),
-            connect_timeout: config.connect_timeout,
-            idle_timeout: config.stream_idle_timeout,
+            origin: format!("{provider}/{model}"),
+            mistral_ids: mistral || base_url.contains("mistral.ai"),
+            completion_tokens: openai || (reasoning_family && !model.contains('/')),
         }
+    }
+
+    fn id(&self, id: &str) -> String {
+        if self.mistral_ids { ids::for_mistral(id) } else { id.to_string() }
     }
 }
 
@@ -65,17 +88,27 @@ fn user_content(parts: &[UserPart]) -> Value {
     )
 }
 
-fn assistant_message(text: &str, reasoning: &Option<Reasoning>, tool_calls: &[super::ToolCall]) -> Value {
+fn assistant_message(
+    text: &str,
+    reasoning: &Option<Reasoning>,
+    tool_calls: &[ToolCall],
+    target: &Target,
+) -> Value {
     let mut message = Map::new();
     message.insert("role".into(), json!("assistant"));
     message.insert("content".into(), if text.is_empty() { Value::Null } else { json!(text) });
-    if let Some(reasoning) = reasoning {
-        message.insert(reasoning.field.key().into(), json!(reasoning.text));
+    if let Some(reasoning) = reasoning.as_ref().filter(|r| r.goes_back_to(&target.origin)) {
+        if matches!(reasoning.field, ReasoningField::ReasoningContent | ReasoningField::Reasoning) {
+            message.insert(reasoning.field.key().into(), json!(reasoning.text));
+        }
+        if let Some(details @ Value::Array(_)) = &reasoning.replay {
+            message.insert("reasoning_details".into(), details.clone());
+        }
     }
     if !tool_calls.is_empty() {
         let calls: Vec<Value> = tool_calls
             .iter()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .map(|c| json!({"id": target.id(&c.id), "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
             .collect();
         message.insert("tool_calls".into(), Value::Array(calls));
     }
@@ -84,7 +117,7 @@ fn assistant_message(text: &str, reasoning: &Option<Reasoning>, tool_calls: &[su
 
 /// The `messages` array. Images returned by tools (data URIs) cannot travel in `tool` messages, so they are
 /// attached in one user message right after the run of tool results.
-pub fn messages_json(system: &str, messages: &[Message]) -> Vec<Value> {
+pub fn messages_json(system: &str, messages: &[Message], target: &Target) -> Vec<Value> {
     let mut out = vec![json!({"role": "system", "content": system})];
     let mut pending_images: Vec<UserPart> = Vec::new();
     for message in messages {
@@ -94,15 +127,18 @@ pub fn messages_json(system: &str, messages: &[Message]) -> Vec<Value> {
         match message {
             Message::User(parts) => out.push(json!({"role": "user", "content": user_content(parts)})),
             Message::Assistant { text, reasoning, tool_calls } => {
-                out.push(assistant_message(text, reasoning, tool_calls))
+                out.push(assistant_message(text, reasoning, tool_calls, target))
             }
-            Message::Tool { call_id, content } => match image_data_uri(content) {
-                Some((mime, data)) => {
-                    out.push(json!({"role": "tool", "tool_call_id": call_id, "content": "The image is attached in the next message."}));
-                    pending_images.push(UserPart::Image { mime: mime.into(), data: data.into() });
+            Message::Tool { call_id, content } => {
+                let id = target.id(call_id);
+                match image_data_uri(content) {
+                    Some((mime, data)) => {
+                        out.push(json!({"role": "tool", "tool_call_id": id, "content": "The image is attached in the next message."}));
+                        pending_images.push(UserPart::Image { mime: mime.into(), data: data.into() });
+                    }
+                    None => out.push(json!({"role": "tool", "tool_call_id": id, "content": content})),
                 }
-                None => out.push(json!({"role": "tool", "tool_call_id": call_id, "content": content})),
-            },
+            }
         }
     }
     if !pending_images.is_empty() {
@@ -112,10 +148,10 @@ pub fn messages_json(system: &str, messages: &[Message]) -> Vec<Value> {
 }
 
 /// The request body.
-pub fn body(request: &Request) -> Value {
+pub fn body(request: &Request, target: &Target) -> Value {
     let mut body = json!({
         "model": request.model,
-        "messages": messages_json(&request.system, &request.messages),
+        "messages": messages_json(&request.system, &request.messages, target),
         "stream": true,
         "stream_options": {"include_usage": true},
     });
@@ -129,7 +165,8 @@ pub fn body(request: &Request) -> Value {
         body["tool_choice"] = json!("auto");
     }
     if let Some(max) = request.max_output_tokens {
-        body["max_tokens"] = json!(max);
+        let key = if target.completion_tokens { "max_completion_tokens" } else { "max_tokens" };
+        body[key] = json!(max);
     }
     if let Some(effort) = &request.reasoning_effort {
         body["reasoning_effort"] = json!(effort);
@@ -139,10 +176,13 @@ pub fn body(request: &Request) -> Value {
 
 /// Accumulates one streamed response.
 #[derive(Default)]
-struct StreamState {
+pub struct StreamState {
+    origin: String,
     text: String,
     reasoning: String,
     reasoning_field: Option<ReasoningField>,
+    /// OpenRouter's `reasoning_details`, merged by `index`, sent back unchanged.
+    details: Vec<Value>,
     refusal: String,
     assembler: Assembler,
     finish: Option<FinishReason>,
@@ -161,7 +201,56 @@ fn usage_of(value: &Value) -> Option<Usage> {
     .filter(|_| value.is_object())
 }
 
+/// The text of one `reasoning_details` item (`reasoning.text` or `reasoning.summary`; encrypted ones have none).
+fn detail_text(item: &Value) -> &str {
+    item.get("text").or_else(|| item.get("summary")).and_then(Value::as_str).unwrap_or_default()
+}
+
 impl StreamState {
+    pub fn new(origin: String) -> Self {
+        Self { origin, ..Self::default() }
+    }
+
+    /// Merge `reasoning_details` fragments: a new `index` is a new item, the same index extends its strings.
+    fn merge_details(&mut self, items: &[Value]) -> String {
+        let mut shown = String::new();
+        for item in items {
+            shown.push_str(detail_text(item));
+            let index = item.get("index").and_then(Value::as_u64);
+            let existing = index.and_then(|i| {
+                self.details.iter_mut().find(|d| d.get("index").and_then(Value::as_u64) == Some(i))
+            });
+            match (existing, item) {
+                (Some(Value::Object(known)), Value::Object(fragment)) => {
+                    for (key, value) in fragment {
+                        match (known.get_mut(key), value) {
+                            (Some(Value::String(old)), Value::String(more))
+                                if matches!(key.as_str(), "text" | "summary" | "data") =>
+                            {
+                                old.push_str(more)
+                            }
+                            (_, value) if !value.is_null() => {
+                                known.insert(key.clone(), value.clone());
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => self.details.push(item.clone()),
+            }
+        }
+        shown
+    }
+
+    fn reason(&mut self, field: ReasoningField, text: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        if text.is_empty() {
+            return;
+        }
+        self.reasoning_field.get_or_insert(field);
+        self.reasoning.push_str(text);
+        on_delta(Delta::Reasoning(text.to_string()));
+    }
+
     /// Take one `data:` payload.
     fn data(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
         if data.trim() == "[DONE]" {
@@ -181,24 +270,7 @@ impl StreamState {
         }
         let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else { return Ok(()) };
         let delta = choice.get("delta").unwrap_or(&Value::Null);
-        for (key, field) in [
-            ("reasoning_content", ReasoningField::ReasoningContent),
-            ("reasoning", ReasoningField::Reasoning),
-        ] {
-            if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                self.reasoning_field.get_or_insert(field);
-                self.reasoning.push_str(text);
-                on_delta(Delta::Reasoning(text.to_string()));
-                break;
-            }
-        }
-        if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            self.text.push_str(text);
-            on_delta(Delta::Text(text.to_string()));
-        }
-        if let Some(text) = delta.get("refusal").and_then(Value::as_str) {
-            self.refusal.push_str(text);
-        }
+        self.message(delta, on_delta);
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
             self.assembler.push(call);
         }
@@ -208,15 +280,45 @@ impl StreamState {
         Ok(())
     }
 
+    /// The reasoning, text and refusal of one delta (or of a whole message).
+    fn message(&mut self, delta: &Value, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
+        // Read order: `reasoning_content`, then `reasoning`, then the details' text (PROVIDERS.md §1.4).
+        let details = delta.get("reasoning_details").and_then(Value::as_array).map(|d| self.merge_details(d));
+        if !text("reasoning_content").is_empty() {
+            self.reason(ReasoningField::ReasoningContent, text("reasoning_content"), on_delta);
+        } else if !text("reasoning").is_empty() {
+            self.reason(ReasoningField::Reasoning, text("reasoning"), on_delta);
+        } else if let Some(shown) = details {
+            self.reason(ReasoningField::Reasoning, &shown, on_delta);
+        }
+        let content = text("content");
+        if !content.is_empty() {
+            self.text.push_str(content);
+            on_delta(Delta::Text(content.to_string()));
+        }
+        self.refusal.push_str(text("refusal"));
+    }
+
     fn finish(self) -> Response {
         let has_calls = !self.assembler.is_empty();
         let mut finish = self.finish.unwrap_or(FinishReason::Stop);
         if has_calls && finish != FinishReason::Length {
             finish = FinishReason::ToolCalls;
         }
+        let details = (!self.details.is_empty()).then(|| Value::Array(self.details));
+        let reasoning = match (self.reasoning_field, details) {
+            (None, None) => None,
+            (field, replay) => Some(Reasoning {
+                field: field.unwrap_or(ReasoningField::Reasoning),
+                text: self.reasoning,
+                replay,
+                origin: Some(self.origin),
+            }),
+        };
         Response {
             text: self.text,
-            reasoning: self.reasoning_field.map(|field| Reasoning { field, text: self.reasoning }),
+            reasoning,
             tool_calls: self.assembler.finish(),
             finish,
             usage: self.usage,
@@ -239,75 +341,58 @@ impl Decode for StreamState {
         if self.done || self.finish.is_some() {
             return Ok(self.finish());
         }
-        Err(Attempt::Retry {
-            message: "the stream ended before the response was complete".into(),
-            wait: None,
-        })
+        Err(Attempt::retry("the stream ended before the response was complete", ""))
+    }
+
+    fn whole(mut self, body: Value, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<Response, Attempt> {
+        if let Some(usage) = body.get("usage").and_then(usage_of) {
+            self.usage = Some(usage);
+        }
+        let Some(choice) = body.get("choices").and_then(|c| c.get(0)) else {
+            return Err(Attempt::Fatal(LlmError::Protocol(format!(
+                "a response without choices: {}",
+                body.to_string().chars().take(300).collect::<String>()
+            ))));
+        };
+        let message = choice.get("message").unwrap_or(&Value::Null);
+        self.message(message, on_delta);
+        for (index, call) in
+            message.get("tool_calls").and_then(Value::as_array).into_iter().flatten().enumerate()
+        {
+            let mut call = call.clone();
+            if call.get("index").is_none() {
+                call["index"] = json!(index);
+            }
+            self.assembler.push(&call);
+        }
+        self.finish = choice.get("finish_reason").and_then(Value::as_str).map(FinishReason::parse);
+        self.done = true;
+        Ok(self.finish())
     }
 }
 
 impl ChatClient {
-    async fn attempt(
-        &self,
-        body: &Value,
-        on_delta: &(dyn Fn(Delta) + Send + Sync),
-    ) -> Result<Response, Attempt> {
-        let mut builder = transport::http()
-            .map_err(Attempt::Fatal)?
-            .post(format!("{}/chat/completions", self.base_url))
-            .json(body);
-        if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key);
-        }
-        let response = transport::send(builder, self.connect_timeout).await?;
-        transport::read_events(response, self.idle_timeout, StreamState::default(), on_delta).await
-    }
-
     async fn run(
         &self,
         request: &Request,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
         cancel: &CancellationToken,
     ) -> Result<Response, LlmError> {
-        let body = body(request);
+        self.endpoint.check()?;
+        let target = Target::new(&self.endpoint.provider, &self.endpoint.base_url, &request.model);
+        let body = body(request, &target);
         let emitted = AtomicBool::new(false);
         let relay = |delta: Delta| {
             emitted.store(true, Ordering::Relaxed);
             on_delta(delta);
         };
-        transport::with_retries(&self.retry, &emitted, cancel, || self.attempt(&body, &relay)).await
+        let key = self.endpoint.api_key.as_deref();
+        let attempt = || {
+            let state = StreamState::new(target.origin.clone());
+            self.endpoint.stream("/chat/completions", |b| transport::bearer(b, key), &body, state, &relay)
+        };
+        transport::with_retries(&self.endpoint.retry, &emitted, cancel, on_delta, attempt).await
     }
-}
-
-/// The model ids the provider offers (`GET {base}/models`). Bounded by the connect timeout; never retried.
-pub async fn list_models(config: &Config) -> Result<Vec<String>, LlmError> {
-    // The first use builds the client (TLS roots and all): do that off the runtime's threads.
-    let client = tokio::task::spawn_blocking(transport::http)
-        .await
-        .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))??;
-    let mut builder = client.get(format!("{}/models", config.base_url.trim_end_matches('/')));
-    if let Some(key) = &config.api_key {
-        builder = builder.bearer_auth(key);
-    }
-    let response = tokio::time::timeout(config.connect_timeout, builder.send())
-        .await
-        .map_err(|_| LlmError::Protocol("timed out listing models".into()))?
-        .map_err(|e| LlmError::Protocol(format!("cannot list models: {e}")))?;
-    let status = response.status().as_u16();
-    if status != 200 {
-        return Err(LlmError::Rejected { status, message: transport::read_error_body(response).await });
-    }
-    let body: Value =
-        response.json().await.map_err(|e| LlmError::Protocol(format!("bad model list: {e}")))?;
-    let mut ids: Vec<String> = body
-        .get("data")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-        .collect();
-    ids.sort();
-    Ok(ids)
 }
 
 impl ModelClient for ChatClient {

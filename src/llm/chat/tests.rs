@@ -1,28 +1,33 @@
-//! Request building, error classification and stream state of the Chat Completions client.
+//! Request building and stream state of the Chat Completions client.
 
-use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::json;
 
 use super::*;
-use crate::llm::ToolCall;
-use crate::llm::transport::classify;
 
-fn classify_body(status: u16, body: serde_json::Value) -> Attempt {
-    classify(status, &HeaderMap::new(), &body.to_string())
+fn target() -> Target {
+    Target::new("local", "http://127.0.0.1:11434/v1", "m")
+}
+
+fn request(messages: Vec<Message>) -> Request {
+    Request {
+        model: "m".into(),
+        system: "sys".into(),
+        messages,
+        tools: vec![],
+        max_output_tokens: Some(512),
+        reasoning_effort: Some("high".into()),
+    }
+}
+
+fn call(id: &str) -> ToolCall {
+    ToolCall { id: id.into(), name: "read".into(), arguments: "{}".into() }
 }
 
 #[test]
 fn the_body_omits_tools_when_there_are_none_and_carries_max_tokens_when_set() {
-    let request = Request {
-        model: "m".into(),
-        system: "sys".into(),
-        messages: vec![Message::User(vec![UserPart::Text("hi".into())])],
-        tools: vec![],
-        max_output_tokens: Some(512),
-        reasoning_effort: Some("high".into()),
-    };
+    let request = request(vec![Message::User(vec![UserPart::Text("hi".into())])]);
     assert_eq!(
-        body(&request),
+        body(&request, &target()),
         json!({
             "model": "m",
             "messages": [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}],
@@ -35,6 +40,17 @@ fn the_body_omits_tools_when_there_are_none_and_carries_max_tokens_when_set() {
 }
 
 #[test]
+fn openai_and_its_reasoning_models_get_max_completion_tokens() {
+    let request = request(vec![]);
+    let at_openai = body(&request, &Target::new("openai", "https://api.openai.com/v1", "gpt-4.1"));
+    assert_eq!((at_openai.get("max_tokens"), at_openai["max_completion_tokens"].clone()), (None, json!(512)));
+    let o3 = body(&request, &Target::new("proxy", "https://proxy.example/v1", "o3-mini"));
+    assert_eq!(o3["max_completion_tokens"], json!(512));
+    let routed = body(&request, &Target::new("openrouter", "https://openrouter.ai/api/v1", "openai/o3"));
+    assert_eq!(routed["max_tokens"], json!(512), "routers take max_tokens");
+}
+
+#[test]
 fn history_maps_to_chat_messages_with_images_moved_after_the_tool_results() {
     let messages = vec![
         Message::User(vec![
@@ -43,18 +59,15 @@ fn history_maps_to_chat_messages_with_images_moved_after_the_tool_results() {
         ]),
         Message::Assistant {
             text: String::new(),
-            reasoning: Some(Reasoning { field: ReasoningField::Reasoning, text: "hmm".into() }),
-            tool_calls: vec![
-                ToolCall { id: "a".into(), name: "read".into(), arguments: "{}".into() },
-                ToolCall { id: "b".into(), name: "read".into(), arguments: "{}".into() },
-            ],
+            reasoning: Some(Reasoning::text(ReasoningField::Reasoning, "hmm")),
+            tool_calls: vec![call("a"), call("b")],
         },
         Message::Tool { call_id: "a".into(), content: "data:image/png;base64,QUJD".into() },
         Message::Tool { call_id: "b".into(), content: "text".into() },
         Message::Assistant { text: "done".into(), reasoning: None, tool_calls: vec![] },
     ];
     assert_eq!(
-        messages_json("sys", &messages),
+        messages_json("sys", &messages, &target()),
         vec![
             json!({"role": "system", "content": "sys"}),
             json!({"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}}]}),
@@ -71,49 +84,59 @@ fn history_maps_to_chat_messages_with_images_moved_after_the_tool_results() {
 }
 
 #[test]
-fn errors_are_classified_by_status_code_and_message() {
-    assert!(matches!(
-        classify_body(401, json!({"error": {"message": "bad key"}})),
-        Attempt::Fatal(LlmError::Auth { status: 401, .. })
-    ));
-    assert!(matches!(
-        classify_body(403, json!({"error": "forbidden"})),
-        Attempt::Fatal(LlmError::Auth { status: 403, .. })
-    ));
-    assert!(matches!(
-        classify_body(400, json!({"error": {"message": "x", "code": "context_length_exceeded"}})),
-        Attempt::Fatal(LlmError::ContextOverflow { .. })
-    ));
-    assert!(matches!(
-        classify_body(
-            400,
-            json!({"error": {"message": "request (9000 tokens) exceeds the available context size (4096 tokens)", "type": "exceed_context_size_error"}})
-        ),
-        Attempt::Fatal(LlmError::ContextOverflow { .. })
-    ));
-    assert!(matches!(classify(413, &HeaderMap::new(), ""), Attempt::Fatal(LlmError::ContextOverflow { .. })));
-    assert!(matches!(
-        classify_body(429, json!({"error": {"message": "quota", "code": "insufficient_quota"}})),
-        Attempt::Fatal(LlmError::Quota { .. })
-    ));
-    assert!(matches!(
-        classify_body(404, json!({"error": {"message": "no such model"}})),
-        Attempt::Fatal(LlmError::Rejected { status: 404, .. })
-    ));
-    let mut headers = HeaderMap::new();
-    headers.insert("retry-after", HeaderValue::from_static("3"));
-    match classify(503, &headers, "upstream down") {
-        Attempt::Retry { message, wait } => {
-            assert_eq!(message, "HTTP 503: upstream down");
-            assert_eq!(wait, Some(Duration::from_secs(3)));
-        }
-        Attempt::Fatal(e) => panic!("{e:?}"),
-    }
+fn reasoning_goes_back_under_its_key_only_to_the_model_that_wrote_it() {
+    let deepseek = Reasoning {
+        field: ReasoningField::ReasoningContent,
+        text: "think".into(),
+        replay: None,
+        origin: Some("deepseek/deepseek-reasoner".into()),
+    };
+    let routed = Reasoning {
+        field: ReasoningField::Reasoning,
+        text: "plan".into(),
+        replay: Some(json!([{"type": "reasoning.encrypted", "data": "xyz", "index": 0}])),
+        origin: Some("openrouter/anthropic/claude-sonnet-4.5".into()),
+    };
+    let turn = |reasoning: Reasoning| {
+        vec![Message::Assistant {
+            text: String::new(),
+            reasoning: Some(reasoning),
+            tool_calls: vec![call("c")],
+        }]
+    };
+    let same = Target::new("deepseek", "https://api.deepseek.com", "deepseek-reasoner");
+    assert_eq!(messages_json("s", &turn(deepseek.clone()), &same)[1]["reasoning_content"], json!("think"));
+    let other = Target::new("deepseek", "https://api.deepseek.com", "deepseek-chat");
+    assert_eq!(messages_json("s", &turn(deepseek), &other)[1].get("reasoning_content"), None);
+    let openrouter = Target::new("openrouter", "https://openrouter.ai/api/v1", "anthropic/claude-sonnet-4.5");
+    let sent = &messages_json("s", &turn(routed), &openrouter)[1];
+    assert_eq!(sent["reasoning"], json!("plan"));
+    assert_eq!(
+        sent["reasoning_details"],
+        json!([{"type": "reasoning.encrypted", "data": "xyz", "index": 0}])
+    );
+}
+
+#[test]
+fn tool_ids_are_rewritten_for_mistral_the_same_way_in_calls_and_results() {
+    let messages = vec![
+        Message::Assistant { text: String::new(), reasoning: None, tool_calls: vec![call("toolu_01ABC")] },
+        Message::Tool { call_id: "toolu_01ABC".into(), content: "ok".into() },
+    ];
+    let mistral = Target::new("mistral", "https://api.mistral.ai/v1", "mistral-medium-latest");
+    let sent = messages_json("s", &messages, &mistral);
+    let id = sent[1]["tool_calls"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 9);
+    assert!(id.chars().all(|c| c.is_ascii_alphanumeric()), "{id}");
+    assert_eq!(sent[2]["tool_call_id"], json!(id));
+    let routed = Target::new("openrouter", "https://openrouter.ai/api/v1", "mistralai/devstral-medium");
+    assert_eq!(messages_json("s", &messages, &routed)[1]["tool_calls"][0]["id"], json!(id));
+    assert_eq!(messages_json("s", &messages, &target())[1]["tool_calls"][0]["id"], json!("toolu_01ABC"));
 }
 
 #[test]
 fn the_stream_state_assembles_text_usage_refusals_and_finish_reasons() {
-    let mut state = StreamState::default();
+    let mut state = StreamState::new("local/m".into());
     let deltas = std::sync::Mutex::new(Vec::new());
     let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
     for chunk in [
@@ -136,7 +159,12 @@ fn the_stream_state_assembles_text_usage_refusals_and_finish_reasons() {
     );
     assert_eq!(
         response.reasoning,
-        Some(Reasoning { field: ReasoningField::Reasoning, text: "think".into() })
+        Some(Reasoning {
+            field: ReasoningField::Reasoning,
+            text: "think".into(),
+            replay: None,
+            origin: Some("local/m".into())
+        })
     );
 
     let mut refused = StreamState::default();
@@ -148,15 +176,75 @@ fn the_stream_state_assembles_text_usage_refusals_and_finish_reasons() {
     );
 
     let mut unknown = StreamState::default();
-    assert!(
-        unknown
-            .data(
-                &json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "eos_token"}]}).to_string(),
-                &on_delta
-            )
-            .is_ok()
-    );
+    let chunk = json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "eos_token"}]});
+    assert!(unknown.data(&chunk.to_string(), &on_delta).is_ok());
     assert_eq!(unknown.finish().finish, FinishReason::Other("eos_token".into()));
+}
+
+#[test]
+fn reasoning_details_are_shown_once_and_merged_by_index_for_sending_back() {
+    let mut state = StreamState::new("openrouter/x".into());
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+    for delta in [
+        json!({"reasoning": "Let", "reasoning_details": [{"type": "reasoning.text", "text": "Let", "index": 0, "format": "anthropic-claude-v1"}]}),
+        json!({"reasoning": " me", "reasoning_details": [{"type": "reasoning.text", "text": " me", "index": 0}]}),
+        json!({"reasoning_details": [{"type": "reasoning.text", "signature": "sig", "index": 0}]}),
+        json!({"reasoning_details": [{"type": "reasoning.encrypted", "data": "enc", "index": 1}]}),
+        json!({"reasoning_details": [{"type": "reasoning.summary", "summary": " think", "index": 2}]}),
+    ] {
+        let chunk = json!({"choices": [{"index": 0, "delta": delta}]});
+        state.data(&chunk.to_string(), &on_delta).unwrap();
+    }
+    let shown: Vec<Delta> = deltas.lock().unwrap().clone();
+    assert_eq!(
+        shown,
+        vec![
+            Delta::Reasoning("Let".into()),
+            Delta::Reasoning(" me".into()),
+            Delta::Reasoning(" think".into())
+        ]
+    );
+    let reasoning = state.finish().reasoning.unwrap();
+    assert_eq!(reasoning.text, "Let me think");
+    assert_eq!(
+        reasoning.replay,
+        Some(json!([
+            {"type": "reasoning.text", "text": "Let me", "index": 0, "format": "anthropic-claude-v1", "signature": "sig"},
+            {"type": "reasoning.encrypted", "data": "enc", "index": 1},
+            {"type": "reasoning.summary", "summary": " think", "index": 2}
+        ]))
+    );
+}
+
+#[test]
+fn a_whole_json_body_from_a_server_ignoring_stream_is_read_as_the_response() {
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+    let body = json!({
+        "id": "chatcmpl-1", "object": "chat.completion",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": "Reading.", "reasoning_content": "need the file",
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read", "arguments": "{\"file_path\":\"a\"}"}}]
+        }}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3}
+    });
+    let response = StreamState::new("local/m".into()).whole(body, &on_delta).unwrap();
+    assert_eq!(
+        *deltas.lock().unwrap(),
+        vec![Delta::Reasoning("need the file".into()), Delta::Text("Reading.".into())]
+    );
+    assert_eq!(response.text, "Reading.");
+    assert_eq!(
+        response.tool_calls,
+        vec![ToolCall {
+            id: "call_1".into(),
+            name: "read".into(),
+            arguments: "{\"file_path\":\"a\"}".into()
+        }]
+    );
+    assert_eq!(response.finish, FinishReason::ToolCalls);
+    assert_eq!(response.usage.map(|u| (u.input_tokens, u.output_tokens)), Some((7, 3)));
 }
 
 #[test]

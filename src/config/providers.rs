@@ -409,6 +409,12 @@ fn from_table(
         (Some(kind), _) => Kind::parse(kind).ok_or_else(|| {
             format!("[providers.{name}] kind = \"{kind}\" is not one of openai-compatible, openai, anthropic")
         })?,
+        // `openai` at another URL is a compatible server, as with OPENAI_BASE_URL.
+        (None, Some(k))
+            if k.name == "openai" && table.base_url.as_deref().is_some_and(|u| !same_url(u, OPENAI_URL)) =>
+        {
+            Kind::OpenAiCompatible
+        }
         (None, Some(k)) => k.kind,
         (None, None) => Kind::OpenAiCompatible,
     };

@@ -210,7 +210,7 @@ pub enum LlmError {
     #[error("the base URL `{url}` cannot be used: {reason}")]
     BadUrl { url: String, reason: String },
     /// The server cannot be reached in a way that will not heal by waiting (nothing listening, no such host, TLS).
-    #[error("{cause} at {url}: {hint}")]
+    #[error("{cause}: {hint}")]
     Unreachable { url: String, cause: String, hint: String },
     /// The server answered, but it is not a model API of this kind (a web page, a wrong path).
     #[error(

@@ -257,3 +257,98 @@ fn an_undecodable_chunk_is_a_protocol_error_naming_it() {
         _ => panic!("expected a protocol error"),
     }
 }
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/tests/fixtures/providers/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn read(id: &str) -> ToolCall {
+    ToolCall { id: id.into(), name: "read".into(), arguments: "{\"file_path\":\"NOTES.md\"}".into() }
+}
+
+/// Replay a recorded stream: (reasoning shown, text shown, calls, finish, reasoning field and text).
+fn replayed(name: &str) -> (String, String, Vec<ToolCall>, FinishReason, Option<(ReasoningField, String)>) {
+    let (response, deltas) = crate::llm::transport::replay(StreamState::new("p/m".into()), &fixture(name));
+    let response = response.unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let (mut thought, mut said) = (String::new(), String::new());
+    for delta in deltas {
+        match delta {
+            Delta::Reasoning(t) => thought.push_str(&t),
+            Delta::Text(t) => said.push_str(&t),
+            Delta::Notice(_) => {}
+        }
+    }
+    let reasoning = response.reasoning.map(|r| (r.field, r.text));
+    (thought, said, response.tool_calls, response.finish, reasoning)
+}
+
+#[test]
+fn parallel_calls_interleaved_by_index_are_assembled_in_order() {
+    let (_, _, calls, finish, _) = replayed("chat_openai_parallel.sse");
+    let glob =
+        ToolCall { id: "call_b".into(), name: "glob".into(), arguments: "{\"pattern\":\"*.md\"}".into() };
+    assert_eq!((calls, finish), (vec![read("call_a"), glob], FinishReason::ToolCalls));
+}
+
+#[test]
+fn ollama_whole_calls_reusing_index_zero_are_told_apart_by_their_ids() {
+    let (thought, _, calls, finish, reasoning) = replayed("chat_ollama_index_reuse.sse");
+    let glob = ToolCall {
+        id: "call_x2kq9z1m".into(),
+        name: "glob".into(),
+        arguments: "{\"pattern\":\"*.md\"}".into(),
+    };
+    assert_eq!((calls, finish), (vec![read("call_wteop8bt"), glob], FinishReason::ToolCalls));
+    assert_eq!(
+        (thought.as_str(), reasoning),
+        ("Two files to read.", Some((ReasoningField::Reasoning, "Two files to read.".into())))
+    );
+}
+
+#[test]
+fn reasoning_arrives_in_each_servers_own_field() {
+    for (fixture, field, text) in [
+        ("chat_vllm_reasoning.sse", ReasoningField::Reasoning, "The user wants the notes."),
+        ("chat_deepseek_reasoning_content.sse", ReasoningField::ReasoningContent, "I need NOTES.md."),
+        ("chat_lmstudio_reasoning_content.sse", ReasoningField::ReasoningContent, "Reading notes."),
+        ("chat_llamacpp_reasoning_content.sse", ReasoningField::ReasoningContent, "Look at NOTES.md."),
+        ("chat_openrouter_reasoning_details.sse", ReasoningField::Reasoning, "Check the notes first."),
+    ] {
+        let (thought, _, calls, finish, reasoning) = replayed(fixture);
+        assert_eq!(thought, text, "{fixture}");
+        assert_eq!(reasoning, Some((field, text.to_string())), "{fixture}");
+        assert_eq!(calls.len(), 1, "{fixture}");
+        assert_eq!((calls[0].name.as_str(), finish), ("read", FinishReason::ToolCalls), "{fixture}");
+        let args: Value = serde_json::from_str(&calls[0].arguments).unwrap();
+        assert_eq!(args, json!({"file_path": "NOTES.md"}), "{fixture}");
+    }
+}
+
+#[test]
+fn lm_studios_fresh_id_on_every_fragment_does_not_split_the_call() {
+    let (_, _, calls, _, _) = replayed("chat_lmstudio_reasoning_content.sse");
+    assert_eq!(calls, vec![ToolCall { id: "461482735".into(), ..read("") }]);
+}
+
+#[test]
+fn an_error_object_after_http_200_is_classified_like_an_http_error() {
+    let (response, _) =
+        crate::llm::transport::replay(StreamState::default(), &fixture("chat_error_after_200.sse"));
+    match response {
+        Err(Attempt::Retry { message, .. }) => assert_eq!(message, "HTTP 502: Provider returned error"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_unknown_finish_reason_is_kept_and_arguments_cut_by_the_limit_finish_with_length() {
+    let (_, said, calls, finish, _) = replayed("chat_unknown_finish.sse");
+    assert_eq!(
+        (said.as_str(), calls, finish),
+        ("Partial answer", vec![], FinishReason::Other("abort".into()))
+    );
+    let (_, _, calls, finish, _) = replayed("chat_cut_arguments.sse");
+    assert_eq!(finish, FinishReason::Length);
+    assert_eq!(calls[0].arguments, "{\"file_path\":\"big.txt\",\"content\":\"line 1\\nline 2");
+}

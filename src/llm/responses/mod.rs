@@ -258,7 +258,10 @@ impl StreamState {
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 self.thought(text("delta"), on_delta)
             }
-            "response.reasoning_summary_part.done" => self.thought("\n\n", on_delta),
+            // Summary parts are paragraphs: a blank line before every part but the first.
+            "response.reasoning_summary_part.added" if !self.thinking.is_empty() => {
+                self.thought("\n\n", on_delta)
+            }
             "response.completed" => self.terminal(response),
             "response.incomplete" => {
                 let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);

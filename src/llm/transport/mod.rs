@@ -124,7 +124,7 @@ pub struct Endpoint {
 /// The `scheme://host:port` of a URL, as messages show it.
 fn origin_of(url: &reqwest::Url) -> String {
     let host = url.host_str().unwrap_or_default();
-    match url.port_or_known_default() {
+    match url.port() {
         Some(port) => format!("{}://{host}:{port}", url.scheme()),
         None => format!("{}://{host}", url.scheme()),
     }
@@ -200,7 +200,11 @@ impl Endpoint {
 
     /// Why a request to `url` could not be sent, from the whole error chain; retried only when it may heal.
     pub fn connect_error(&self, url: &str, error: &reqwest::Error) -> Attempt {
-        let detail = chain(error);
+        self.connect_failure(url, &chain(error), error.is_builder(), error.is_timeout())
+    }
+
+    /// [`Endpoint::connect_error`] from the error chain's text.
+    fn connect_failure(&self, url: &str, detail: &str, builder: bool, timeout: bool) -> Attempt {
         let lower = detail.to_ascii_lowercase();
         let parsed = reqwest::Url::parse(url).ok();
         let origin = parsed.as_ref().map(origin_of).unwrap_or_else(|| url.to_string());
@@ -208,20 +212,23 @@ impl Endpoint {
         let unreachable = |cause: String, hint: String| {
             Attempt::Fatal(LlmError::Unreachable { url: origin.clone(), cause, hint })
         };
-        if error.is_builder() {
-            return Attempt::Fatal(LlmError::BadUrl { url: self.base_url.clone(), reason: detail });
+        if builder {
+            return Attempt::Fatal(LlmError::BadUrl {
+                url: self.base_url.clone(),
+                reason: detail.to_string(),
+            });
         }
-        if error.is_timeout() {
+        if timeout {
             return Attempt::retry("timed out", &origin);
         }
         if lower.contains("connection refused") {
             if is_loopback_host(&host) {
-                let port = parsed.as_ref().and_then(reqwest::Url::port_or_known_default);
+                let port = parsed.as_ref().and_then(reqwest::Url::port);
                 let hint = match usual_server(port) {
                     Some(server) => format!("is {server} running?"),
                     None => "is the server running?".into(),
                 };
-                return unreachable("nothing is listening".into(), hint);
+                return unreachable(format!("nothing is listening at {origin}"), hint);
             }
             return Attempt::retry("connection refused", &origin);
         }
@@ -231,17 +238,17 @@ impl Endpoint {
                 return Attempt::retry("name lookup failed", &host);
             }
             return unreachable(
-                format!("the host `{host}` does not exist"),
+                format!("the host `{host}` does not exist ({origin})"),
                 "check the base URL for a typo".into(),
             );
         }
         if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake") {
             return unreachable(
-                format!("a secure connection failed ({detail})"),
+                format!("a secure connection to {origin} failed ({detail})"),
                 "check the URL's scheme (http:// or https://) and the server's certificate".into(),
             );
         }
-        Attempt::retry("connection failed", &detail)
+        Attempt::retry("connection failed", detail)
     }
 
     /// Classify an error answer to `method url` by status, headers and body.
@@ -521,6 +528,28 @@ where
         }
     }
     Err(LlmError::RetriesExhausted { attempts: retry.max_retries + 1, last })
+}
+
+/// Feed a recorded stream to `decoder` as the transport would; the response and every delta relayed.
+#[cfg(test)]
+pub fn replay<D: Decode>(mut decoder: D, stream: &str) -> (Result<Response, Attempt>, Vec<Delta>) {
+    let deltas = std::sync::Mutex::new(Vec::new());
+    let on_delta = |d: Delta| deltas.lock().unwrap_or_else(|p| p.into_inner()).push(d);
+    let mut sse = sse::Decoder::default();
+    let result = (|| {
+        for event in
+            sse.push(stream.as_bytes()).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?
+        {
+            if decoder.event(&event, &on_delta)? {
+                return decoder.end();
+            }
+        }
+        if let Some(event) = sse.finish() {
+            decoder.event(&event, &on_delta)?;
+        }
+        decoder.end()
+    })();
+    (result, deltas.into_inner().unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 pub mod providers;
 pub mod trust;
+pub mod user;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

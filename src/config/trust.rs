@@ -254,7 +254,7 @@ struct Entry {
 }
 
 /// A TOML basic string.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

@@ -251,7 +251,10 @@ impl LlmError {
     pub fn user_message(&self) -> String {
         let text = match self {
             LlmError::ContextOverflow { .. } => {
-                format!("{self}. Start a new session or shorten the conversation")
+                format!(
+                    "{}. Start a new session or shorten the conversation",
+                    self.to_string().trim_end_matches('.')
+                )
             }
             other => other.to_string(),
         };

@@ -175,7 +175,8 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert_eq!(init["result"]["protocolVersion"], 1);
     assert_eq!(
         init["result"]["agentCapabilities"]["promptCapabilities"],
-        json!({"image": true, "audio": false, "embeddedContext": true})
+        json!({"image": false, "audio": false, "embeddedContext": true}),
+        "images only when the default model takes them (fake-model is not known to)"
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
     raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;

@@ -111,7 +111,7 @@ async fn a_context_overflow_is_compacted_once_and_otherwise_reported_with_the_pr
     let error = h.client.prompt(&session, "second").await.unwrap_err();
     assert_eq!(
         error.message,
-        "Model request failed: the conversation is too long for the model's context window: This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens.. Start a new session or shorten the conversation."
+        "Model request failed: the conversation is too long for the model's context window: This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens. Start a new session or shorten the conversation."
     );
     let summary_request = &h.model.requests()[2];
     assert!(

@@ -6,6 +6,7 @@ mod errors;
 mod modes;
 mod permission;
 mod protocol;
+mod providers;
 mod questions;
 mod sessions;
 mod settings;

@@ -13,10 +13,10 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
-//! | `llm`        | `transport` (HTTP client, SSE, error classification, retries) and one module per wire format (`chat`: Chat Completions with its tool-call assembly); malformed-call repair |
+//! | `llm`        | `transport` (HTTP client, SSE, errors a user can act on, retries), one module per wire format (`chat` Chat Completions, `responses` OpenAI Responses, `messages` Anthropic), `router` (a client per provider, by model id), `catalogue` (model metadata), `detect` (loopback probes), `ids`, malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
@@ -25,7 +25,8 @@
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
-//! | `config`     | environment and config files, project trust (which project settings need it, the user's trust record), the key binding |
+//! | `config`     | environment and config files, the providers and their key binding (`providers`), project trust (which project settings need it, the user's trust record), writing the user's file on sign-in (`user`) |
+//! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
 //!
@@ -51,6 +52,7 @@ pub mod display;
 pub mod llm;
 pub mod permission;
 pub mod session;
+pub mod setup;
 pub mod shell;
 pub mod store;
 pub mod tool;

@@ -17,12 +17,16 @@ USAGE:
                                        Run one prompt headlessly; the answer goes to stdout
     tinycode trust [--revoke] [DIR]    Let DIR's .tinycode/config.toml (as it is now) run commands, widen
                                        permissions or pick the server; --revoke stops trusting it
+    tinycode setup                     Choose a model provider, enter its key, check it, save it
+    tinycode doctor [--cwd DIR]        Show the effective configuration and check every provider
     tinycode --version | --help
 
 ENVIRONMENT:
-    TINYCODE_BASE_URL   (else OPENAI_BASE_URL, else https://api.openai.com/v1)
-    TINYCODE_API_KEY    (else OPENAI_API_KEY)
-    TINYCODE_MODEL      model name sent to the provider
+    TINYCODE_PROVIDER   a provider name (anthropic, openai, openrouter, ollama, …) or kind
+    TINYCODE_BASE_URL   the provider's URL; TINYCODE_API_KEY its key
+    TINYCODE_MODEL      model (NAME/model when several providers are configured)
+    ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, DEEPSEEK_API_KEY, GEMINI_API_KEY, …
+                        used when nothing else is configured (see the README's Providers section)
     TINYCODE_DATA_DIR   where tinycode keeps its data
     RUST_LOG            log filter (logs go to stderr), TINYCODE_LOG_FILE to log to a file instead
 ";
@@ -130,6 +134,18 @@ fn trust(args: &[String]) -> ExitCode {
     }
 }
 
+async fn doctor(args: &[String]) -> ExitCode {
+    let cwd = match args {
+        [flag, dir] if flag == "--cwd" => PathBuf::from(dir),
+        [] => PathBuf::from("."),
+        _ => {
+            say(&format!("error: doctor takes only --cwd DIR\n\n{USAGE}"));
+            return ExitCode::from(2);
+        }
+    };
+    ExitCode::from(tinycode::setup::doctor::command(Sources::from_process(), &cwd).await)
+}
+
 #[tokio::main]
 async fn main() -> ExitCode {
     tinycode::shell::process::kill_children_on_panic();
@@ -142,6 +158,10 @@ async fn main() -> ExitCode {
 async fn dispatch() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        // `--setup`: the terminal sign-in an editor runs (its configured command plus this argument).
+        Some("acp") if args.iter().any(|a| a == tinycode::acp::auth::SETUP_ARG) => {
+            ExitCode::from(tinycode::setup::command(Sources::from_process()).await)
+        }
         Some("acp") => {
             // The SDK logs every error response it sends at WARN; those are answers, not faults.
             init_logging("warn,agent_client_protocol=error");
@@ -153,6 +173,8 @@ async fn dispatch() -> ExitCode {
             run_headless(&args[1..]).await
         }
         Some("trust") => trust(&args[1..]),
+        Some("setup") => ExitCode::from(tinycode::setup::command(Sources::from_process()).await),
+        Some("doctor") => doctor(&args[1..]).await,
         Some("--version" | "-V") => {
             say(&format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
             ExitCode::SUCCESS

@@ -99,6 +99,7 @@ pub struct Found {
 }
 
 fn client() -> Option<reqwest::Client> {
+    transport::install_crypto();
     reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).timeout(PROBE_TIMEOUT).no_proxy().build().ok()
 }
 

@@ -10,6 +10,7 @@ mod providers;
 mod questions;
 mod sessions;
 mod settings;
+mod setup;
 mod shell;
 mod trust;
 mod turn;

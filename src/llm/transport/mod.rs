@@ -60,14 +60,19 @@ pub fn wait_in_message(message: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
+/// Install ring as the TLS crypto provider: reqwest is built without a default one, and building any client
+/// before this panics. Installing twice is harmless.
+pub fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// One HTTP client for the whole process: building one loads the platform's root certificates, which is far
 /// too slow to do per session.
 pub fn http() -> Result<&'static reqwest::Client, LlmError> {
     static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            // reqwest is built without a default crypto provider; ring is ours. Installing twice is harmless.
-            let _ = rustls::crypto::ring::default_provider().install_default();
+            install_crypto();
             reqwest::Client::builder()
                 .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
                 .build()

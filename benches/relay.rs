@@ -24,7 +24,8 @@ const CHUNKS: usize = 20_000;
 const RUNS: usize = 5;
 
 /// The dialects: (label, provider kind, path the server answers).
-const DIALECTS: [(&str, &str); 3] = [("chat", "openai-compatible"), ("responses", "openai"), ("messages", "anthropic")];
+const DIALECTS: [(&str, &str); 3] =
+    [("chat", "openai-compatible"), ("responses", "openai"), ("messages", "anthropic")];
 
 /// A streamed answer of `n` text chunks in `kind`'s wire format.
 fn stream(kind: &str, n: usize) -> String {
@@ -45,16 +46,36 @@ fn stream(kind: &str, n: usize) -> String {
                 let data = json!({"type": "response.output_text.delta", "sequence_number": i, "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "word "});
                 event(&mut body, "response.output_text.delta", data);
             }
-            event(&mut body, "response.completed", json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 10, "output_tokens": n}}}));
+            event(
+                &mut body,
+                "response.completed",
+                json!({"type": "response.completed", "response": {"status": "completed", "usage": {"input_tokens": 10, "output_tokens": n}}}),
+            );
         }
         _ => {
-            event(&mut body, "message_start", json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}}));
-            event(&mut body, "content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+            event(
+                &mut body,
+                "message_start",
+                json!({"type": "message_start", "message": {"usage": {"input_tokens": 10, "output_tokens": 1}}}),
+            );
+            event(
+                &mut body,
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            );
             for _ in 0..n {
-                event(&mut body, "content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "word "}}));
+                event(
+                    &mut body,
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "word "}}),
+                );
             }
             event(&mut body, "content_block_stop", json!({"type": "content_block_stop", "index": 0}));
-            event(&mut body, "message_delta", json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}}));
+            event(
+                &mut body,
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}}),
+            );
             event(&mut body, "message_stop", json!({"type": "message_stop"}));
         }
     }
@@ -88,9 +109,14 @@ fn serve(body: String) -> String {
                 reader.read_exact(&mut request).unwrap();
                 let reply = if first.starts_with("GET") {
                     let list = json!({"data": [{"id": "bench-model"}]}).to_string();
-                    format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{list}", list.len())
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{list}",
+                        list.len()
+                    )
                 } else {
-                    format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}")
+                    format!(
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+                    )
                 };
                 let _ = stream.write_all(reply.as_bytes());
             });
@@ -116,7 +142,12 @@ fn thread_cpu() -> Duration {
 }
 
 fn sources(kind: &str, url: &str, home: &Path) -> Sources {
-    let env = [("TINYCODE_PROVIDER", kind), ("TINYCODE_BASE_URL", url), ("TINYCODE_API_KEY", "k"), ("TINYCODE_MODEL", "bench-model")];
+    let env = [
+        ("TINYCODE_PROVIDER", kind),
+        ("TINYCODE_BASE_URL", url),
+        ("TINYCODE_API_KEY", "k"),
+        ("TINYCODE_MODEL", "bench-model"),
+    ];
     Sources {
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         user_config_home: Some(home.to_path_buf()),
@@ -146,7 +177,8 @@ fn client_alone(kind: &str, home: &Path) -> Duration {
             }
         };
         let before = thread_cpu();
-        let response = runtime.block_on(client.stream(&request, &on_delta, &CancellationToken::new())).unwrap();
+        let response =
+            runtime.block_on(client.stream(&request, &on_delta, &CancellationToken::new())).unwrap();
         samples.push(thread_cpu() - before);
         assert_eq!((chunks.into_inner(), response.text.len()), (CHUNKS, CHUNKS * 5));
     }
@@ -170,33 +202,45 @@ fn agent_run(kind: &str, n: usize, dir: &Path) -> Duration {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut send = |line: serde_json::Value| writeln!(stdin, "{line}").unwrap();
-    let mut until = |id: u64| -> String {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stdout.read_line(&mut line).unwrap() > 0, "the agent exited");
-            if line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},")) {
-                return line.clone();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut send = |line: serde_json::Value| writeln!(stdin, "{line}").unwrap();
+        let mut until = |id: u64| -> String {
+            let mut line = String::new();
+            loop {
+                line.clear();
+                assert!(stdout.read_line(&mut line).unwrap() > 0, "the agent exited");
+                if line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},")) {
+                    return line.clone();
+                }
             }
-        }
-    };
-    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}));
-    until(1);
-    send(json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}));
-    let created: serde_json::Value = serde_json::from_str(&until(2)).unwrap();
-    let session = created["result"]["sessionId"].clone();
-    send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}));
-    let done = until(3);
-    assert!(done.contains("end_turn"), "{done}");
-    drop(send);
-    drop(stdin);
-    let pid = child.id() as i32;
-    let mut status = 0;
+        };
+        send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        );
+        until(1);
+        send(
+            json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}),
+        );
+        let created: serde_json::Value = serde_json::from_str(&until(2)).unwrap();
+        let session = created["result"]["sessionId"].clone();
+        send(
+            json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "go"}]}}),
+        );
+        let done = until(3);
+        assert!(done.contains("end_turn"), "{done}");
+    }
+    // Closing stdin ends the agent; the children's usage grows by exactly this child's once it is reaped.
+    let before = children_cpu();
+    child.wait().unwrap();
+    children_cpu() - before
+}
+
+/// CPU time (user + system) of every reaped child of this process.
+fn children_cpu() -> Duration {
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
     timeval(usage.ru_utime) + timeval(usage.ru_stime)
 }
 
@@ -215,7 +259,9 @@ fn whole_agent(kind: &str) -> Duration {
 
 fn main() {
     let home = tempfile::tempdir().unwrap();
-    println!("relay overhead per streamed chunk ({CHUNKS} chunks, no delay; target <= 3 µs of agent CPU per chunk)");
+    println!(
+        "relay overhead per streamed chunk ({CHUNKS} chunks, no delay; target <= 3 µs of agent CPU per chunk)"
+    );
     for (label, kind) in DIALECTS {
         let alone = client_alone(kind, home.path());
         let agent = whole_agent(kind);

@@ -2,7 +2,9 @@
 //! the primitive). `transport` owns HTTP, SSE, errors and retries; one module per wire format (`chat` for
 //! Chat Completions, `responses` for OpenAI Responses, `messages` for Anthropic) turns the neutral types into
 //! requests and streams back into responses; `router` picks the client by provider; `catalogue` knows models;
-//! `detect` finds local servers; `ids` makes tool-call ids every provider accepts; `repair` mends malformed calls.
+//! `detect` finds local servers; `ids` makes tool-call ids every provider accepts; `limits` bounds one
+//! streamed response (idle, deadline, output cap). Malformed arguments are repaired by the tool layer
+//! (`tool::repair`), which sees the tool's schema.
 //!
 //! Owns everything on the wire to the model. Must not know about ACP, sessions or tools beyond their JSON Schema.
 
@@ -10,8 +12,8 @@ pub mod catalogue;
 pub mod chat;
 pub mod detect;
 pub mod ids;
+pub mod limits;
 pub mod messages;
-pub mod repair;
 pub mod responses;
 pub mod router;
 pub mod transport;
@@ -235,9 +237,15 @@ pub enum LlmError {
     /// Any other refusal of the request (bad parameters).
     #[error("the model provider rejected the request (HTTP {status}): {message}")]
     Rejected { status: u16, message: String },
-    /// The stream broke after output had reached the user; not retried so text is not duplicated.
+    /// The stream broke (or stalled) after output had reached the user; not retried so text is not duplicated.
     #[error("the model's response stream was interrupted: {message}")]
     StreamInterrupted { message: String },
+    /// The response, retries included, took longer than `response_timeout_ms`. Never retried.
+    #[error("the response exceeded the {limit} deadline{}", last.as_ref().map(|l| format!(" (last attempt: {l})")).unwrap_or_default())]
+    Deadline { limit: String, last: Option<String> },
+    /// The response grew past the output cap (`max_output_tokens`, or the default cap). Never retried.
+    #[error("the response exceeded the output cap of {tokens} tokens")]
+    OutputCap { tokens: u64 },
     /// The provider sent something that cannot be decoded.
     #[error("the model provider sent an invalid response: {0}")]
     Protocol(String),
@@ -255,6 +263,12 @@ impl LlmError {
                     "{}. Start a new session or shorten the conversation",
                     self.to_string().trim_end_matches('.')
                 )
+            }
+            LlmError::Deadline { .. } => {
+                format!("{self}. Raise response_timeout_ms in the config if the model needs longer")
+            }
+            LlmError::OutputCap { .. } => {
+                format!("{self}. Set max_output_tokens in the config to allow longer responses")
             }
             other => other.to_string(),
         };

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::chat::ChatClient;
+use super::limits::Limits;
 use super::messages::{self, MessagesClient};
 use super::responses::ResponsesClient;
 use super::transport::{self, Endpoint};
@@ -33,7 +34,7 @@ pub fn endpoint(provider: &Provider, config: &Config) -> Endpoint {
         dialect: provider.kind.endpoint_name(),
         retry: config.retry.clone(),
         connect_timeout: config.connect_timeout,
-        idle_timeout: config.stream_idle_timeout,
+        limits: Limits::new(config),
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::display::{Content, Presentation};
 
-/// The permission categories of seed 000 §8.4.
+/// The permission categories of seed 000 §8.4, plus `external_directory` and `secret-read` for the file tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Category {
     #[serde(rename = "read")]
@@ -35,10 +35,16 @@ pub enum Category {
     DestructiveShell,
     #[serde(rename = "secret-shell")]
     SecretShell,
+    /// A read, search or listing outside the session's directories (asked per directory).
+    #[serde(rename = "external_directory")]
+    ExternalDirectory,
+    /// A file tool reading a secret file (`.env`, a private key): asked every time.
+    #[serde(rename = "secret-read")]
+    SecretRead,
 }
 
 impl Category {
-    pub const ALL: [Category; 8] = [
+    pub const ALL: [Category; 10] = [
         Category::Read,
         Category::Edit,
         Category::Shell,
@@ -47,6 +53,8 @@ impl Category {
         Category::PlanExit,
         Category::DestructiveShell,
         Category::SecretShell,
+        Category::ExternalDirectory,
+        Category::SecretRead,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,12 +67,14 @@ impl Category {
             Category::PlanExit => "plan_exit",
             Category::DestructiveShell => "destructive-shell",
             Category::SecretShell => "secret-shell",
+            Category::ExternalDirectory => "external_directory",
+            Category::SecretRead => "secret-read",
         }
     }
 
     /// Categories whose asks can never be answered "always allow".
     pub fn always_asks(self) -> bool {
-        matches!(self, Category::DestructiveShell | Category::SecretShell)
+        matches!(self, Category::DestructiveShell | Category::SecretShell | Category::SecretRead)
     }
 
     pub fn parse(name: &str) -> Option<Category> {
@@ -115,13 +125,27 @@ impl Rule {
     }
 }
 
+/// The end of a shell pattern that covers one command exactly, not every command it starts.
+pub const EXACTLY: &str = " (exactly)";
+
+/// A shell pattern covering exactly `command` (normalised as the classifier writes it).
+pub fn exact_pattern(command: &str) -> String {
+    format!("{command}{EXACTLY}")
+}
+
 /// Does `pattern` cover `value` for this category? Shell categories use whole-word command prefixes
-/// (`git commit` covers `git commit -m x` but not `git committed`); the others use globs.
+/// (`git commit` covers `git commit -m x` but not `git committed`), or the whole command when the pattern ends in
+/// [`EXACTLY`]; the others use globs.
 fn pattern_matches(category: Category, pattern: &str, value: &str) -> bool {
     if pattern == "*" {
         return true;
     }
     match category {
+        Category::Shell | Category::DestructiveShell | Category::SecretShell
+            if pattern.ends_with(EXACTLY) =>
+        {
+            pattern == value
+        }
         Category::Shell | Category::DestructiveShell | Category::SecretShell => {
             let want: Vec<&str> = pattern.split_whitespace().collect();
             let have: Vec<&str> = value.split_whitespace().collect();
@@ -181,7 +205,7 @@ pub enum Reply {
     AllowAlways,
     RejectOnce,
     RejectAlways,
-    /// The turn was cancelled while the question was open (or the client failed to answer).
+    /// The turn was cancelled while the question was open.
     Cancelled,
 }
 
@@ -225,7 +249,11 @@ pub fn agent_rules(agent: &str) -> Vec<Rule> {
             Rule::new("plan_enter", "*", Action::Deny),
         ],
         "accept-edits" => [build, vec![Rule::new("edit", "*", Action::Allow)]].concat(),
-        "yolo" => vec![Rule::new("*", "*", Action::Allow), Rule::new("secret-shell", "*", Action::Ask)],
+        "yolo" => vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("secret-shell", "*", Action::Ask),
+            Rule::new("secret-read", "*", Action::Ask),
+        ],
         _ => build,
     }
 }
@@ -498,6 +526,17 @@ mod tests {
         assert!(!pattern_matches(Category::Shell, "git commit", "git"));
         assert!(pattern_matches(Category::Edit, "/p/src/**", "/p/src/a/b.rs"));
         assert!(!pattern_matches(Category::Edit, "/p/src/**", "/p/other.rs"));
+    }
+
+    #[test]
+    fn exact_shell_patterns_cover_only_the_very_same_command() {
+        let sh = exact_pattern("sh -c 'echo hi'");
+        assert_eq!(sh, "sh -c 'echo hi' (exactly)");
+        assert!(pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi'")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'echo hi' x")));
+        assert!(!pattern_matches(Category::Shell, &sh, &exact_pattern("sh -c 'curl x | python3'")));
+        assert!(!pattern_matches(Category::Shell, &sh, "sh"));
+        assert!(pattern_matches(Category::Shell, "sh", &sh), "a configured prefix still covers it");
     }
 
     #[test]

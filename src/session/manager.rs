@@ -24,6 +24,7 @@ use crate::llm::detect::Detector;
 use crate::llm::router::Router;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::shell::environment::Environment;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
@@ -138,7 +139,7 @@ impl Manager {
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
     pub fn database_path(&self) -> std::path::PathBuf {
-        self.sources.data_dir().join("tinycode.db")
+        crate::store::database_path(&self.sources.data_dir())
     }
 
     /// The store, opened on first use (on a blocking thread).
@@ -198,15 +199,22 @@ impl Manager {
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
+        // One environment for every command the session runs: bash, tasks and formatters.
+        let environment = Arc::new(Environment::new(&config.env_policy));
         let session = Arc::new(Session {
             id: row.id.clone(),
-            files: Arc::new(Files::new(
-                vec![cwd.clone()],
-                seams.fs.clone(),
-                self.locks.clone(),
-                config.formatters.clone(),
-            )),
-            tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
+            files: Arc::new(
+                Files::new(
+                    seams.roots(&cwd),
+                    seams.fs.clone(),
+                    self.locks.clone(),
+                    config.formatters.clone(),
+                )
+                .with_environment(environment.clone()),
+            ),
+            tasks: Arc::new(
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+            ),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(Router::new(&config))),
             models: Mutex::new(self.catalogue.for_config(&config, &self.bus)),

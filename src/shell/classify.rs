@@ -1,578 +1,249 @@
-//! Classifying a shell command before it runs (seed 000 bash, seed 003 classifier): destructive commands (the
-//! seed's full list, also behind `sudo`, `sh -c`, `eval`, `xargs`, `find -exec` and `ssh host ...`), commands
-//! that touch secret files, and a narrow allowlist of read-only commands that may run without asking. Works
-//! on the tokenizer's argv, so quoting cannot hide a flag; a command whose name is only known at run time is
-//! treated as destructive.
+//! Classifying a shell command before it runs (seed 000 bash, seed 003 classifier): commands that touch secret
+//! files, destructive commands (the seed's list, and code the classifier cannot see, also behind `sudo`, `sh -c`,
+//! `eval`, `xargs`, `find -exec` and `ssh host ...`), and read-only commands, decided by an allow-list of
+//! (command, subcommand, option) known to be safe. Works on the tokenizer's argv, so quoting cannot hide a flag;
+//! whatever it cannot read or tell is not read-only, and a command whose name is only known at run time is
+//! destructive.
 //!
-//! Owns the decision tables. Never runs anything.
+//! Owns the decision. The data lives beside it: `allow` (the read-only allow-list) applied by `readonly`,
+//! `destructive`, `wrap` (wrappers and interpreters), `secret` (names, globs, recursive searches) and `shape`
+//! (what a permission rule names). Never runs anything; reads directory listings and git's repository
+//! configuration only.
 
-use std::sync::LazyLock;
+mod allow;
+mod destructive;
+mod readonly;
+mod secret;
+mod shape;
+mod wrap;
 
-use regex::Regex;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
-use super::tokenize::{self, Simple, Word};
+pub use shape::{Shape, shapes};
+pub use wrap::may_be_prefix;
+
+use tokenize::{Simple, Word};
+use wrap::{Inner, base, is_assignment};
+
+use super::tokenize;
+
+/// Where a command line would run: the session directory, the PATH its commands are looked up in, the home
+/// directory `~` stands for.
+#[derive(Debug, Clone)]
+pub struct Host {
+    pub cwd: PathBuf,
+    pub path: Option<OsString>,
+    pub home: Option<PathBuf>,
+}
+
+impl Host {
+    /// The session directory, with this process's PATH and HOME (which the command inherits).
+    pub fn new(cwd: &Path) -> Self {
+        Self {
+            cwd: cwd.to_path_buf(),
+            path: std::env::var_os("PATH"),
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+}
 
 /// What a command line is, from most to least dangerous.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Class {
-    /// Names a secret file (`.env`, `*.pem`, ...): asks under `secret-shell`.
+    /// Names or reads secret files (`.env`, `*.pem`, ...): asks under `secret-shell`.
     Secret(Vec<String>),
-    /// Destroys data or changes the host: asks under `destructive-shell`.
+    /// Destroys data, changes the host or runs code that cannot be checked: asks under `destructive-shell`.
     Destructive(Vec<String>),
-    /// Reads only: runs without asking in the default mode.
+    /// Reads only: runs without asking, in plan mode too.
     ReadOnly,
     /// Anything else: asks under `shell`.
     Normal,
 }
 
-static SQL: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)\bdrop\s+(table|database|schema)\b|\btruncate\s+table\b").ok());
+/// Shells inside shells are followed this deep.
+const MAX_DEPTH: usize = 8;
 
-fn short_flags(args: &[&str]) -> String {
-    args.iter()
-        .filter(|a| a.starts_with('-') && !a.starts_with("--"))
-        .flat_map(|a| a.chars().skip(1))
-        .collect()
-}
-
-fn has(args: &[&str], long: &str) -> bool {
-    args.iter().any(|a| *a == long || a.starts_with(&format!("{long}=")))
-}
-
-fn first_operand<'a>(args: &[&'a str]) -> Option<&'a str> {
-    args.iter().copied().find(|a| !a.starts_with('-'))
-}
-
-const KUBE_READ_ONLY: &[&str] = &[
-    "get",
-    "describe",
-    "logs",
-    "top",
-    "explain",
-    "version",
-    "api-resources",
-    "api-versions",
-    "cluster-info",
-    "diff",
-    "auth",
-    "whoami",
-    "status",
-    "projects",
-    "project",
-    "help",
-    "completion",
-];
-
-fn kube(args: &[&str]) -> Option<String> {
-    let verb = first_operand(args)?;
-    match verb {
-        "config" => {
-            let sub = first_operand(&args[1..]).unwrap_or("");
-            (!matches!(sub, "view" | "get-contexts" | "current-context" | "get-clusters" | "get-users" | ""))
-                .then(|| format!("changes the cluster configuration (`config {sub}`)"))
-        }
-        "adm" => {
-            let sub = first_operand(&args[1..]).unwrap_or("");
-            (sub != "top").then(|| format!("runs a cluster administration command (`adm {sub}`)"))
-        }
-        v if KUBE_READ_ONLY.contains(&v) => None,
-        v => Some(format!("changes cluster state (`{v}`)")),
-    }
-}
-
-const SYSTEMCTL_MUTATING: &[&str] = &[
-    "start",
-    "stop",
-    "restart",
-    "reload",
-    "enable",
-    "disable",
-    "mask",
-    "unmask",
-    "kill",
-    "isolate",
-    "try-restart",
-    "reload-or-restart",
-    "reboot",
-    "poweroff",
-    "halt",
-    "set-default",
-];
-
-fn firewall(name: &str, args: &[&str]) -> Option<String> {
-    let listing = match name {
-        "iptables" | "ip6tables" => {
-            args.iter().any(|a| matches!(*a, "-L" | "-S" | "--list" | "--list-rules"))
-                || short_flags(args).contains('L')
-        }
-        "nft" => first_operand(args) == Some("list"),
-        "ufw" => matches!(first_operand(args), Some("status" | "app")),
-        "firewall-cmd" => args.iter().all(|a| {
-            a.starts_with("--list")
-                || a.starts_with("--get")
-                || *a == "--state"
-                || a.starts_with("--query")
-                || a.starts_with("--zone")
-        }),
-        _ => true,
-    };
-    (!listing).then(|| format!("edits the firewall (`{name}`)"))
-}
-
-fn network(name: &str, args: &[&str]) -> Option<String> {
-    match name {
-        "ip" => {
-            let object = first_operand(args)?;
-            let action = first_operand(&args[1..]).unwrap_or("");
-            let mutates = matches!(
-                action,
-                "add" | "del" | "delete" | "change" | "replace" | "flush" | "set" | "append"
-            );
-            (matches!(object, "addr" | "address" | "a" | "route" | "r" | "link" | "l" | "neigh" | "rule")
-                && mutates)
-                .then(|| format!("changes network addresses or routes (`ip {object} {action}`)"))
-        }
-        "route" => matches!(first_operand(args), Some("add" | "del" | "delete" | "change" | "flush"))
-            .then(|| "changes routes".into()),
-        "ifconfig" => (args.len() >= 2).then(|| "changes a network interface".into()),
-        _ => None,
-    }
-}
-
-/// Why one (unwrapped) command is destructive, if it is.
-fn destructive(name: &str, args: &[&str]) -> Option<String> {
-    let flags = short_flags(args);
-    let base = name.rsplit('/').next().unwrap_or(name);
-    match base {
-        "rm" if flags.contains('r') || flags.contains('R') || has(args, "--recursive") => {
-            Some("deletes recursively (`rm -r`)".into())
-        }
-        "git" => git(args),
-        "kill" | "pkill" | "killall"
-            if args.iter().any(|a| matches!(*a, "-9" | "-KILL" | "-SIGKILL" | "-s9"))
-                || (args.windows(2).any(|w| w[0] == "-s" && matches!(w[1], "9" | "KILL" | "SIGKILL"))) =>
-        {
-            Some(format!("force-kills processes (`{base} -9`)"))
-        }
-        b if b == "mkfs" || b.starts_with("mkfs.") => Some("formats a file system (`mkfs`)".into()),
-        "dd" => Some("writes raw blocks (`dd`)".into()),
-        "reboot" | "shutdown" | "poweroff" | "halt" => {
-            Some(format!("stops or restarts the machine (`{base}`)"))
-        }
-        "init" if matches!(first_operand(args), Some("0" | "6")) => {
-            Some("stops or restarts the machine (`init`)".into())
-        }
-        "kubectl" | "oc" => kube(args).map(|why| format!("{base}: {why}")),
-        "helm"
-            if matches!(
-                first_operand(args),
-                Some("install" | "upgrade" | "uninstall" | "rollback" | "delete")
-            ) =>
-        {
-            Some(format!("changes releases (`helm {}`)", first_operand(args).unwrap_or("")))
-        }
-        "systemctl" if first_operand(args).is_some_and(|v| SYSTEMCTL_MUTATING.contains(&v)) => {
-            Some(format!("changes system services (`systemctl {}`)", first_operand(args).unwrap_or("")))
-        }
-        "useradd" | "userdel" | "usermod" | "passwd" | "visudo" | "groupadd" | "groupdel" | "groupmod"
-        | "chpasswd" => Some(format!("changes user accounts (`{base}`)")),
-        "setenforce" | "setsebool" => Some(format!("changes SELinux (`{base}`)")),
-        "iptables" | "ip6tables" | "nft" | "ufw" | "firewall-cmd" => firewall(base, args),
-        "ip" | "route" | "ifconfig" => network(base, args),
-        "find" if args.contains(&"-delete") => Some("deletes files (`find -delete`)".into()),
-        _ => None,
-    }
-}
-
-/// Options of `git` itself that take a value (`git -C dir status`).
-const GIT_GLOBAL_WITH_VALUE: &[&str] = &["-C", "-c", "--git-dir", "--work-tree", "--namespace"];
-
-fn git(args: &[&str]) -> Option<String> {
-    let args = skip_options(args, GIT_GLOBAL_WITH_VALUE);
-    let (&sub, rest) = args.split_first()?;
-    let flags = short_flags(rest);
-    match sub {
-        "push"
-            if has(rest, "--force")
-                || has(rest, "--force-with-lease")
-                || flags.contains('f')
-                || rest.iter().any(|a| a.starts_with('+')) =>
-        {
-            Some("force-pushes (`git push --force`)".into())
-        }
-        "reset" if rest.contains(&"--hard") => Some("discards changes (`git reset --hard`)".into()),
-        "clean" if flags.contains('f') || has(rest, "--force") => {
-            Some("deletes untracked files (`git clean -f`)".into())
-        }
-        "branch" if flags.contains('D') || (has(rest, "--delete") && has(rest, "--force")) => {
-            Some("deletes a branch (`git branch -D`)".into())
-        }
-        _ => None,
-    }
-}
-
-/// Peel wrappers (`sudo`, `env`, `nice`, `timeout`, `xargs`, ...) and leading assignments off a command.
-/// Returns the inner argv, or the command lines to parse when the wrapper runs a string (`sh -c`, `eval`,
-/// `ssh host cmd`).
-enum Inner<'a> {
-    Argv(Vec<&'a str>),
-    Script(String),
-}
-
-fn skip_options<'a>(args: &[&'a str], with_value: &[&str]) -> Vec<&'a str> {
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with('-') && args[i] != "--" {
-        if with_value.contains(&args[i]) {
-            i += 1;
-        }
-        i += 1;
-    }
-    if args.get(i) == Some(&"--") {
-        i += 1;
-    }
-    args[i..].to_vec()
-}
-
-fn unwrap<'a>(argv: &[&'a str]) -> Inner<'a> {
-    let mut argv: Vec<&str> = argv.iter().copied().skip_while(|w| is_assignment(w)).collect();
-    loop {
-        let Some((&name, args)) = argv.split_first() else { return Inner::Argv(argv) };
-        let base = name.rsplit('/').next().unwrap_or(name);
-        let inner: Vec<&str> = match base {
-            "sudo" | "doas" => skip_options(args, &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t"]),
-            "env" => {
-                skip_options(args, &["-u", "-C", "-S"]).into_iter().skip_while(|w| is_assignment(w)).collect()
-            }
-            "nice" | "ionice" => skip_options(args, &["-n", "-c", "-p"]),
-            "timeout" => {
-                skip_options(args, &["-s", "-k", "--signal", "--kill-after"]).into_iter().skip(1).collect()
-            }
-            "nohup" | "time" | "command" | "builtin" | "exec" | "stdbuf" | "unbuffer" => {
-                skip_options(args, &[])
-            }
-            "xargs" => skip_options(args, &["-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a"]),
-            "watch" => skip_options(args, &["-n", "-d"]),
-            "sh" | "bash" | "zsh" | "dash" | "ksh" | "fish" => {
-                let position =
-                    args.iter().position(|a| a.starts_with('-') && a.contains('c') && !a.starts_with("--"));
-                return match position.and_then(|p| args.get(p + 1)) {
-                    Some(script) => Inner::Script(script.to_string()),
-                    None => Inner::Argv(argv),
-                };
-            }
-            "eval" => return Inner::Script(args.join(" ")),
-            "ssh" => {
-                let rest = skip_options(
-                    args,
-                    &[
-                        "-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-D", "-E", "-L", "-R", "-S", "-W",
-                        "-w", "-m", "-O", "-Q", "-B", "-e", "-I",
-                    ],
-                );
-                return Inner::Script(rest.get(1..).map(|r| r.join(" ")).unwrap_or_default());
-            }
-            _ => return Inner::Argv(argv),
-        };
-        // A wrapper with nothing to run is the command itself (`env` prints the environment).
-        if inner.is_empty() {
-            return Inner::Argv(argv);
-        }
-        argv = inner;
-    }
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=')
-        .is_some_and(|(name, _)| !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
-}
-
-/// The commands `find -exec`/`-execdir`/`-ok` would run.
-fn find_exec<'a>(args: &[&'a str]) -> Vec<Vec<&'a str>> {
-    let mut found = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        if matches!(args[i], "-exec" | "-execdir" | "-ok" | "-okdir") {
-            let end = args[i + 1..]
-                .iter()
-                .position(|a| *a == ";" || *a == "+")
-                .map(|p| i + 1 + p)
-                .unwrap_or(args.len());
-            found.push(args[i + 1..end].to_vec());
-            i = end;
-        }
-        i += 1;
-    }
-    found
-}
-
-const SECRET_NAMES: &[&str] = &[".env", "credentials"];
-
-fn is_secret(word: &str) -> bool {
-    let name = word.trim_end_matches('/').rsplit('/').next().unwrap_or(word);
-    SECRET_NAMES.contains(&name)
-        || name.starts_with(".env.")
-        || name.ends_with(".key")
-        || name.ends_with(".pem")
-}
-
-const READ_ONLY: &[&str] = &[
-    "ls",
-    "cat",
-    "head",
-    "tail",
-    "wc",
-    "pwd",
-    "echo",
-    "printf",
-    "which",
-    "file",
-    "stat",
-    "du",
-    "df",
-    "tree",
-    "sort",
-    "uniq",
-    "cut",
-    "diff",
-    "cmp",
-    "basename",
-    "dirname",
-    "realpath",
-    "readlink",
-    "date",
-    "uname",
-    "whoami",
-    "id",
-    "nl",
-    "true",
-    "false",
-    "test",
-    "[",
-    "grep",
-    "egrep",
-    "fgrep",
-    "rg",
-    "find",
-    "cd",
-    "type",
-    "hostname",
-    "md5sum",
-    "sha1sum",
-    "sha256sum",
-    "column",
-    "jq",
-    "less",
-    "more",
-];
-
-const GIT_READ_ONLY: &[&str] = &[
-    "status",
-    "log",
-    "diff",
-    "show",
-    "rev-parse",
-    "ls-files",
-    "blame",
-    "describe",
-    "shortlog",
-    "grep",
-    "ls-tree",
-    "cat-file",
-    "rev-list",
-    "merge-base",
-    "whatchanged",
-];
-
-fn read_only(argv: &[&str]) -> bool {
-    let Some((&name, args)) = argv.split_first() else { return true };
-    let base = name.rsplit('/').next().unwrap_or(name);
-    match base {
-        "git" => {
-            let rest = skip_options(args, GIT_GLOBAL_WITH_VALUE);
-            match rest.first() {
-                Some(&"branch") => rest[1..].iter().all(|a| {
-                    matches!(*a, "-a" | "-r" | "-v" | "-vv" | "--list" | "--all" | "--show-current")
-                }),
-                Some(&"remote") => rest[1..].iter().all(|a| *a == "-v"),
-                Some(&"tag") => rest[1..].iter().all(|a| matches!(*a, "-l" | "--list")),
-                Some(sub) => GIT_READ_ONLY.contains(sub),
-                None => false,
-            }
-        }
-        "find" => !args.iter().any(|a| {
-            a.starts_with("-exec")
-                || a.starts_with("-ok")
-                || *a == "-delete"
-                || a.starts_with("-fprint")
-                || *a == "-fls"
-        }),
-        "rg" => !args.iter().any(|a| a.starts_with("--pre")),
-        b => READ_ONLY.contains(&b),
-    }
-}
-
-/// What reading all the commands of a line found.
-#[derive(Default)]
-struct Findings {
+/// Reading the commands of a line, in order.
+struct Walker<'a> {
+    host: &'a Host,
     destructive: Vec<String>,
     secrets: Vec<String>,
     read_only: bool,
+    /// Every directory a command may run in: the session directory and each literal `cd` target.
+    dirs: Vec<PathBuf>,
+    after_cd: bool,
 }
 
-const MAX_DEPTH: usize = 8;
-
-fn inspect(commands: &[Simple], findings: &mut Findings, depth: usize) {
-    for command in commands {
-        for word in command.argv.iter().chain(command.redirects.iter().map(|r| &r.target)) {
-            // A word holding a whole script (`sh -c 'cat id.pem'`) is checked piece by piece.
-            for piece in word.text.split_whitespace() {
-                if is_secret(piece) && !findings.secrets.iter().any(|s| s == piece) {
-                    findings.secrets.push(piece.to_string());
-                }
-            }
+impl<'a> Walker<'a> {
+    fn new(host: &'a Host) -> Self {
+        Self {
+            host,
+            destructive: Vec::new(),
+            secrets: Vec::new(),
+            read_only: true,
+            dirs: vec![host.cwd.clone()],
+            after_cd: false,
         }
+    }
+
+    fn destructive(&mut self, why: String) {
+        if !self.destructive.contains(&why) {
+            self.destructive.push(why);
+        }
+    }
+
+    fn commands(&mut self, commands: &[Simple], depth: usize) {
+        for command in commands {
+            self.secret_words(command);
+            self.redirects(command);
+            if !readonly::command(command, self.host, self.after_cd) {
+                self.read_only = false;
+            }
+            let stdin_is_file = command.redirects.iter().any(|r| r.op == "<" && !r.target.dynamic);
+            self.argv(&command.argv, stdin_is_file, depth);
+            self.track_cd(command);
+        }
+    }
+
+    fn secret_words(&mut self, command: &Simple) {
+        for word in command.argv.iter().chain(command.redirects.iter().map(|r| &r.target)) {
+            secret::in_word(word, &self.dirs, self.host, &mut self.secrets);
+        }
+    }
+
+    fn redirects(&mut self, command: &Simple) {
         for redirect in &command.redirects {
             let target = redirect.target.text.as_str();
-            if redirect.op.contains('>') && redirect.op != ">&" {
-                if target.starts_with("/dev/sd")
-                    || target.starts_with("/dev/nvme")
-                    || target.starts_with("/dev/disk")
-                    || target.starts_with("/dev/hd")
-                {
-                    findings.destructive.push(format!("writes to a disk device (`> {target}`)"));
-                }
-                if target != "/dev/null" {
-                    findings.read_only = false;
-                }
-            }
-        }
-        inspect_argv(&command.argv, findings, depth);
-    }
-}
-
-fn inspect_argv(argv: &[Word], findings: &mut Findings, depth: usize) {
-    let Some(first) = argv.iter().find(|w| !is_assignment(&w.text)) else { return };
-    if first.dynamic {
-        findings
-            .destructive
-            .push(format!("runs a command whose name is only known at run time (`{}`)", first.text));
-        findings.read_only = false;
-        return;
-    }
-    let words: Vec<&str> = argv.iter().map(|w| w.text.as_str()).collect();
-    match unwrap(&words) {
-        Inner::Script(script) => inspect_script(&script, findings, depth + 1),
-        Inner::Argv(inner) => {
-            let Some((&name, args)) = inner.split_first() else { return };
-            if let Some(why) = destructive(name, args) {
-                findings.destructive.push(why);
-            }
-            if !read_only(&inner) {
-                findings.read_only = false;
-            }
-            for exec in find_exec(args) {
-                let nested = tokenize::literal(&exec);
-                inspect_argv(&nested.argv, findings, depth + 1);
+            let writes = redirect.op.contains('>') && redirect.op != ">&";
+            if writes
+                && ["/dev/sd", "/dev/nvme", "/dev/disk", "/dev/hd"].iter().any(|d| target.starts_with(d))
+            {
+                self.destructive(format!("writes to a disk device (`> {target}`)"));
             }
         }
     }
+
+    /// Later commands may run elsewhere after `cd`: globs and searches are checked there too.
+    fn track_cd(&mut self, command: &Simple) {
+        let words = command.args();
+        let Some((&name, args)) = words.split_first() else { return };
+        if !matches!(name, "cd" | "pushd" | "popd" | "chdir") {
+            return;
+        }
+        self.after_cd = true;
+        let target = args.iter().find(|a| !a.starts_with('-'));
+        let dynamic = command.argv.iter().skip(1).any(|w| w.dynamic);
+        let dir = match target {
+            None => self.host.home.clone(),
+            Some(_) if dynamic => None,
+            Some(t) if t.starts_with("~/") => self.host.home.as_ref().map(|h| h.join(&t[2..])),
+            Some(t) => self.dirs.last().map(|last| last.join(t)),
+        };
+        if let Some(dir) = dir
+            && !self.dirs.contains(&dir)
+        {
+            self.dirs.push(dir);
+        }
+    }
+
+    fn argv(&mut self, argv: &[Word], stdin_is_file: bool, depth: usize) {
+        let words: Vec<&str> = argv.iter().map(|w| w.text.as_str()).collect();
+        self.assignments(&words);
+        let Some(first) = argv.iter().find(|w| !is_assignment(&w.text)) else { return };
+        if first.dynamic {
+            self.destructive(format!(
+                "runs a command whose name is only known at run time (`{}`)",
+                first.text
+            ));
+            self.read_only = false;
+            return;
+        }
+        // A wrapper's own options may name a program too (`ssh -o ProxyCommand=…`).
+        let outer: Vec<&str> = words.iter().copied().skip_while(|w| is_assignment(w)).collect();
+        if let Some((&name, args)) = outer.split_first()
+            && let Some(why) = destructive::runs_program(name, args)
+        {
+            self.destructive(why);
+        }
+        match wrap::unwrap(&words) {
+            Inner::Script(script) => self.script(&script, depth + 1),
+            Inner::Argv(inner) => {
+                let Some((&name, args)) = inner.split_first() else { return };
+                let found = [
+                    destructive::destructive(name, args),
+                    destructive::runs_program(name, args),
+                    wrap::unseen_code(name, args, stdin_is_file),
+                ];
+                for why in found.into_iter().flatten() {
+                    self.destructive(why);
+                }
+                secret::in_search(&inner, &self.dirs, self.host, &mut self.secrets);
+                for exec in wrap::find_exec(args) {
+                    let nested = tokenize::literal(&exec);
+                    self.argv(&nested.argv, false, depth + 1);
+                }
+            }
+        }
+    }
+
+    /// Assignments that make a command run another program (`PATH=./bin`, `GIT_EXTERNAL_DIFF=…`), in front of a
+    /// command or given to `env`, `export` and the like.
+    fn assignments(&mut self, words: &[&str]) {
+        let mut assigning = true;
+        for word in words {
+            if is_assignment(word) {
+                if assigning && let Some(why) = destructive::assignment(word) {
+                    self.destructive(why);
+                }
+            } else {
+                let sets = ["env", "export", "declare", "typeset", "local", "readonly", "sudo", "doas"];
+                assigning = sets.contains(&base(word)) || (assigning && word.starts_with('-'));
+            }
+        }
+    }
+
+    fn script(&mut self, script: &str, depth: usize) {
+        self.read_only = false;
+        if depth > MAX_DEPTH {
+            self.destructive("nests shells too deeply to check".into());
+            return;
+        }
+        match tokenize::parse(script) {
+            Ok(commands) => {
+                let after_cd = self.after_cd;
+                self.commands(&commands, depth);
+                self.after_cd = after_cd;
+            }
+            Err(_) => self.destructive("runs a script that cannot be checked".into()),
+        }
+    }
 }
 
-fn inspect_script(script: &str, findings: &mut Findings, depth: usize) {
-    findings.read_only = false;
-    if depth > MAX_DEPTH {
-        findings.destructive.push("nests shells too deeply to check".into());
-        return;
-    }
-    match tokenize::parse(script) {
-        Ok(commands) => inspect(&commands, findings, depth),
-        Err(_) => findings.destructive.push("runs a script that cannot be checked".into()),
-    }
-}
-
-/// Classify a command line.
-pub fn classify(line: &str) -> Class {
-    let mut findings = Findings { read_only: true, ..Findings::default() };
+/// Classify a command line that would run on `host`.
+pub fn classify(line: &str, host: &Host) -> Class {
+    let mut walker = Walker::new(host);
     match tokenize::parse(line) {
-        Ok(commands) => inspect(&commands, &mut findings, 0),
-        Err(_) => findings.read_only = false,
+        Ok(commands) => walker.commands(&commands, 0),
+        Err(_) => {
+            walker.read_only = false;
+            secret::in_text(line, &mut walker.secrets);
+        }
     }
-    if let Some(re) = SQL.as_ref()
+    if let Some(re) = destructive::SQL.as_ref()
         && re.is_match(line)
     {
-        findings.destructive.push("drops or truncates database tables".into());
+        walker.destructive("drops or truncates database tables".into());
     }
-    if !findings.secrets.is_empty() {
-        Class::Secret(findings.secrets)
-    } else if !findings.destructive.is_empty() {
-        Class::Destructive(findings.destructive)
-    } else if findings.read_only {
+    if !walker.secrets.is_empty() {
+        Class::Secret(walker.secrets)
+    } else if !walker.destructive.is_empty() {
+        Class::Destructive(walker.destructive)
+    } else if walker.read_only {
         Class::ReadOnly
     } else {
         Class::Normal
     }
-}
-
-const WITH_SUBCOMMANDS: &[&str] = &[
-    "git",
-    "npm",
-    "pnpm",
-    "yarn",
-    "bun",
-    "cargo",
-    "go",
-    "docker",
-    "podman",
-    "kubectl",
-    "oc",
-    "helm",
-    "pip",
-    "pip3",
-    "uv",
-    "poetry",
-    "systemctl",
-    "apt",
-    "apt-get",
-    "brew",
-    "dotnet",
-    "gh",
-    "terraform",
-    "mvn",
-    "gradle",
-    "make",
-    "deno",
-    "rustup",
-    "npx",
-    "composer",
-    "bundle",
-    "rails",
-    "mix",
-];
-
-/// The command prefixes a permission rule for this line would name: `git commit`, `npm test`, `ls`.
-pub fn prefixes(line: &str) -> Vec<String> {
-    let Ok(commands) = tokenize::parse(line) else { return vec![line.trim().to_string()] };
-    let mut found: Vec<String> = Vec::new();
-    for command in &commands {
-        let words: Vec<&str> = command.argv.iter().map(|w| w.text.as_str()).collect();
-        let Inner::Argv(inner) = unwrap(&words) else {
-            found.push(words.join(" "));
-            continue;
-        };
-        let Some((&name, args)) = inner.split_first() else { continue };
-        let base = name.rsplit('/').next().unwrap_or(name);
-        let prefix = match first_operand(args) {
-            Some(sub) if WITH_SUBCOMMANDS.contains(&base) => format!("{base} {sub}"),
-            _ => base.to_string(),
-        };
-        if !found.contains(&prefix) {
-            found.push(prefix);
-        }
-    }
-    if found.is_empty() {
-        found.push(line.trim().to_string());
-    }
-    found
 }
 
 #[cfg(test)]

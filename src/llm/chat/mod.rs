@@ -188,6 +188,8 @@ pub struct StreamState {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     done: bool,
+    /// Bytes of tool-call arguments so far (the output cap counts them).
+    argument_bytes: u64,
 }
 
 fn usage_of(value: &Value) -> Option<Usage> {
@@ -272,6 +274,8 @@ impl StreamState {
         let delta = choice.get("delta").unwrap_or(&Value::Null);
         self.message(delta, on_delta);
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let arguments = call.pointer("/function/arguments").and_then(Value::as_str).map_or(0, str::len);
+            self.argument_bytes += arguments as u64;
             self.assembler.push(call);
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -337,6 +341,10 @@ impl Decode for StreamState {
         Ok(self.done)
     }
 
+    fn argument_bytes(&self) -> u64 {
+        self.argument_bytes
+    }
+
     fn end(self) -> Result<Response, Attempt> {
         if self.done || self.finish.is_some() {
             return Ok(self.finish());
@@ -391,7 +399,7 @@ impl ChatClient {
             let state = StreamState::new(target.origin.clone());
             self.endpoint.stream("/chat/completions", |b| transport::bearer(b, key), &body, state, &relay)
         };
-        transport::with_retries(&self.endpoint.retry, &emitted, cancel, on_delta, attempt).await
+        transport::with_retries(&self.endpoint, &emitted, cancel, on_delta, attempt).await
     }
 }
 

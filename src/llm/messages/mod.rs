@@ -249,6 +249,8 @@ pub struct StreamState {
     input: u64,
     has_usage: bool,
     done: bool,
+    /// Bytes of tool input so far (the output cap counts them).
+    argument_bytes: u64,
 }
 
 fn stop_reason(reason: &str) -> FinishReason {
@@ -355,6 +357,7 @@ impl StreamState {
                 signature.push_str(field("signature"))
             }
             (Some("input_json_delta"), Block::ToolUse { input, .. }) => {
+                self.argument_bytes += field("partial_json").len() as u64;
                 input.push(field("partial_json").to_string())
             }
             _ => {}
@@ -448,6 +451,10 @@ impl Decode for StreamState {
         Ok(self.done)
     }
 
+    fn argument_bytes(&self) -> u64 {
+        self.argument_bytes
+    }
+
     fn end(self) -> Result<Response, Attempt> {
         if self.done || self.stop.is_some() {
             return Ok(self.finish());
@@ -512,7 +519,7 @@ impl MessagesClient {
             let state = StreamState::new(origin.clone());
             self.endpoint.stream(&path, |b| authorize(b, key, self.bearer), &body, state, &relay)
         };
-        transport::with_retries(&self.endpoint.retry, &emitted, cancel, on_delta, attempt).await
+        transport::with_retries(&self.endpoint, &emitted, cancel, on_delta, attempt).await
     }
 }
 

@@ -139,6 +139,8 @@ pub struct StreamState {
     usage: Option<Usage>,
     finish: Option<FinishReason>,
     done: bool,
+    /// Bytes of function-call arguments so far (the output cap counts them).
+    argument_bytes: u64,
 }
 
 fn usage_of(usage: &Value) -> Option<Usage> {
@@ -250,6 +252,7 @@ impl StreamState {
             }
             "response.refusal.delta" => self.refusal.push_str(text("delta")),
             "response.function_call_arguments.delta" => {
+                self.argument_bytes += text("delta").len() as u64;
                 self.calls.entry(index).or_default().arguments.push(text("delta").to_string())
             }
             "response.function_call_arguments.done" => {
@@ -333,6 +336,10 @@ impl Decode for StreamState {
         Ok(self.done)
     }
 
+    fn argument_bytes(&self) -> u64 {
+        self.argument_bytes
+    }
+
     fn end(self) -> Result<Response, Attempt> {
         if self.done {
             return Ok(self.finish());
@@ -401,7 +408,7 @@ impl ResponsesClient {
             let state = StreamState::new(origin.clone());
             self.endpoint.stream("/responses", |b| transport::bearer(b, key), &body, state, &relay)
         };
-        transport::with_retries(&self.endpoint.retry, &emitted, cancel, on_delta, attempt).await
+        transport::with_retries(&self.endpoint, &emitted, cancel, on_delta, attempt).await
     }
 }
 

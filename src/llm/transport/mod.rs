@@ -1,8 +1,9 @@
 //! The transport every wire format shares: the process's HTTP client, the [`Endpoint`] a client talks to (checked
 //! before anything is sent), sending a request and classifying what comes back (connection failures by cause,
 //! HTTP status, error bodies, context overflow, quota, servers that are not model APIs), reading a server-sent
-//! event stream with an idle timeout (or one whole JSON body from a server that ignores `stream: true`), and the
-//! retry loop (only before any output reached the user, and told to the user while it waits).
+//! event stream under the stream limits (`limits`: idle timer, keep-alive comments, output cap), or one whole JSON
+//! body from a server that ignores `stream: true`, and the retry loop (only before any output reached the user,
+//! told to the user while it waits, all of it within the response deadline).
 //!
 //! Owns HTTP and retries. Must not know any wire format's JSON beyond the error bodies providers share.
 
@@ -10,7 +11,7 @@ pub mod retry;
 pub mod sse;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{LazyLock, OnceLock};
 use std::time::Duration;
 
@@ -19,6 +20,7 @@ use regex::Regex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::{self, Activity, Limits, Liveness};
 use super::{Delta, LlmError, Response};
 use crate::config::RetryConfig;
 
@@ -123,7 +125,8 @@ pub struct Endpoint {
     pub dialect: &'static str,
     pub retry: RetryConfig,
     pub connect_timeout: Duration,
-    pub idle_timeout: Duration,
+    /// The idle timer, the response deadline and the output cap.
+    pub limits: Limits,
 }
 
 /// The `scheme://host:port` of a URL, as messages show it.
@@ -383,6 +386,8 @@ pub trait Decode {
         event: &sse::Event,
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<bool, Attempt>;
+    /// Bytes of tool-call arguments so far (text and reasoning are counted from the deltas).
+    fn argument_bytes(&self) -> u64;
     /// The stream ended: the response, if what arrived is complete.
     fn end(self) -> Result<Response, Attempt>;
     /// The server ignored `stream: true` and answered one JSON body.
@@ -441,40 +446,59 @@ impl Endpoint {
                 answer: format!("200 {}", content_type.split(';').next().unwrap_or_default().trim()),
             }));
         }
-        read_events(response, self.idle_timeout, decoder, on_delta).await
+        read_events(response.bytes_stream(), self.limits, decoder, on_delta).await
     }
 }
 
-/// Read `response` as server-sent events into `decoder`. A stream silent for `idle_timeout` counts as cut.
-pub async fn read_events<D: Decode>(
-    response: reqwest::Response,
-    idle_timeout: Duration,
+/// Read a server-sent event stream into `decoder` under `limits`: the idle timer (keep-alive comments count only up
+/// to a point) and the output cap (text, reasoning and tool arguments). A stall is worth a retry (if nothing reached
+/// the user); the cap is final.
+pub async fn read_events<S, B, E, D>(
+    mut stream: S,
+    limits: Limits,
     mut decoder: D,
     on_delta: &(dyn Fn(Delta) + Send + Sync),
-) -> Result<Response, Attempt> {
-    let mut stream = response.bytes_stream();
+) -> Result<Response, Attempt>
+where
+    S: futures::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::error::Error + 'static,
+    D: Decode,
+{
+    let shown = AtomicU64::new(0);
+    let relay = |delta: Delta| {
+        if let Delta::Text(text) | Delta::Reasoning(text) = &delta {
+            shown.fetch_add(text.len() as u64, Ordering::Relaxed);
+        }
+        on_delta(delta);
+    };
     let mut sse = sse::Decoder::default();
+    let mut liveness = Liveness::new(limits, tokio::time::Instant::now());
     loop {
-        let chunk = match tokio::time::timeout(idle_timeout, stream.next()).await {
-            Err(_) => {
-                return Err(Attempt::retry(
-                    "the stream stalled",
-                    &format!("no data for {} s", idle_timeout.as_secs()),
-                ));
-            }
+        let chunk = match tokio::time::timeout_at(liveness.stalls_at(), stream.next()).await {
+            Err(_) => match liveness.stalled(tokio::time::Instant::now()) {
+                Some(stall) => return Err(Attempt::retry("the stream stalled", &stall.to_string())),
+                None => continue,
+            },
             Ok(None) => break,
             Ok(Some(Err(e))) => return Err(Attempt::retry("connection lost mid-stream", &chain(&e))),
             Ok(Some(Ok(chunk))) => chunk,
         };
-        let events = sse.push(&chunk).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?;
+        let events =
+            sse.push(chunk.as_ref()).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?;
+        liveness.record(tokio::time::Instant::now(), Activity { data: sse.take_activity() });
         for event in events {
-            if decoder.event(&event, on_delta)? {
+            let complete = decoder.event(&event, &relay)?;
+            if limits.over_cap(shown.load(Ordering::Relaxed) + decoder.argument_bytes()) {
+                return Err(Attempt::Fatal(LlmError::OutputCap { tokens: limits.output_tokens }));
+            }
+            if complete {
                 return decoder.end();
             }
         }
     }
     if let Some(event) = sse.finish() {
-        decoder.event(&event, on_delta)?;
+        decoder.event(&event, &relay)?;
     }
     decoder.end()
 }
@@ -491,48 +515,69 @@ pub fn format_wait(wait: Duration) -> String {
     }
 }
 
-/// Run `attempt` until it succeeds, fails for good, or the retry budget is spent. `emitted` says whether output
-/// reached the user (the caller's relay sets it): after that a failure is not retried, so text is never duplicated.
-/// Every wait is told through `notice` ("retrying in 4 s (HTTP 503)"), so a long wait is never silent.
+/// Run `attempt` until it succeeds, fails for good, or the retry budget is spent, all within the endpoint's
+/// response deadline. `emitted` says whether output reached the user (the caller's relay sets it): after that a
+/// failure is not retried, so text is never duplicated. Every wait is told through `notice` ("retrying in 4 s
+/// (HTTP 503)"), so a long wait is never silent. Cancelling (or the deadline) drops whatever was in flight, a
+/// backoff wait included.
 pub async fn with_retries<F, Fut>(
-    retry: &RetryConfig,
+    endpoint: &Endpoint,
     emitted: &AtomicBool,
     cancel: &CancellationToken,
     notice: &(dyn Fn(Delta) + Send + Sync),
+    attempt: F,
+) -> Result<Response, LlmError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Response, Attempt>>,
+{
+    let last = std::sync::Mutex::new(None);
+    let deadline = tokio::time::Instant::now() + endpoint.limits.deadline;
+    tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err(LlmError::Cancelled),
+        result = attempts(&endpoint.retry, emitted, notice, &last, attempt) => result,
+        () = tokio::time::sleep_until(deadline) => Err(LlmError::Deadline {
+            limit: limits::describe(endpoint.limits.deadline),
+            last: last.lock().ok().and_then(|l| l.clone()),
+        }),
+    }
+}
+
+/// Every attempt the retry policy allows; the message of each failed one goes to `last`.
+async fn attempts<F, Fut>(
+    retry: &RetryConfig,
+    emitted: &AtomicBool,
+    notice: &(dyn Fn(Delta) + Send + Sync),
+    last: &std::sync::Mutex<Option<String>>,
     mut attempt: F,
 ) -> Result<Response, LlmError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Response, Attempt>>,
 {
-    let mut last = String::new();
-    for number in 0..=retry.max_retries {
-        let result = tokio::select! {
-            result = attempt() => result,
-            () = cancel.cancelled() => return Err(LlmError::Cancelled),
-        };
-        let (message, reason, wait) = match result {
+    let mut number = 0;
+    loop {
+        let (message, reason, wait) = match attempt().await {
             Ok(response) => return Ok(response),
             Err(Attempt::Fatal(error)) => return Err(error),
             Err(Attempt::Retry { message, reason, wait }) => (message, reason, wait),
         };
+        if let Ok(mut last) = last.lock() {
+            *last = Some(message.clone());
+        }
         if emitted.load(Ordering::Relaxed) {
             return Err(LlmError::StreamInterrupted { message });
         }
         if number == retry.max_retries {
-            last = message;
-            break;
+            return Err(LlmError::RetriesExhausted { attempts: number + 1, last: message });
         }
         let wait = wait.unwrap_or_else(|| retry::backoff(retry, number));
         tracing::warn!(attempt = number + 1, wait_ms = wait.as_millis() as u64, %message, "model request failed; retrying");
         notice(Delta::Notice(format!("Retrying in {} ({reason})…", format_wait(wait))));
-        last = message;
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = cancel.cancelled() => return Err(LlmError::Cancelled),
-        }
+        tokio::time::sleep(wait).await;
+        number += 1;
     }
-    Err(LlmError::RetriesExhausted { attempts: retry.max_retries + 1, last })
 }
 
 /// Feed a recorded stream to `decoder` as the transport would; the response and every delta relayed.

@@ -22,7 +22,11 @@ fn endpoint(base_url: &str) -> Endpoint {
             max_backoff: Duration::from_millis(2),
         },
         connect_timeout: Duration::from_secs(1),
-        idle_timeout: Duration::from_secs(1),
+        limits: Limits {
+            idle: Duration::from_secs(1),
+            deadline: Duration::from_secs(600),
+            output_tokens: 100,
+        },
     }
 }
 
@@ -233,7 +237,7 @@ async fn every_retry_is_told_and_output_already_shown_is_never_retried() {
     let notice = |d: Delta| notices.lock().unwrap().push(d);
     let tries = Mutex::new(0);
     let emitted = AtomicBool::new(false);
-    let result = with_retries(&e.retry, &emitted, &CancellationToken::new(), &notice, || async {
+    let result = with_retries(&e, &emitted, &CancellationToken::new(), &notice, || async {
         let mut tries = tries.lock().unwrap();
         *tries += 1;
         match *tries {
@@ -250,7 +254,7 @@ async fn every_retry_is_told_and_output_already_shown_is_never_retried() {
     assert_eq!(*notices.lock().unwrap(), vec![Delta::Notice("Retrying in 4 ms (HTTP 503)…".into())]);
 
     emitted.store(true, Ordering::Relaxed);
-    let result = with_retries(&e.retry, &emitted, &CancellationToken::new(), &notice, || async {
+    let result = with_retries(&e, &emitted, &CancellationToken::new(), &notice, || async {
         Err(Attempt::retry("connection lost mid-stream", "reset"))
     })
     .await;
@@ -260,9 +264,115 @@ async fn every_retry_is_told_and_output_already_shown_is_never_retried() {
     );
 
     let emitted = AtomicBool::new(false);
-    let result = with_retries(&e.retry, &emitted, &CancellationToken::new(), &notice, || async {
+    let result = with_retries(&e, &emitted, &CancellationToken::new(), &notice, || async {
         Err(Attempt::retry("HTTP 500", "boom"))
     })
     .await;
     assert_eq!(result, Err(LlmError::RetriesExhausted { attempts: 3, last: "HTTP 500: boom".into() }));
+}
+
+/// A stream that yields `chunk` every `every` (tokio time) forever.
+fn every(
+    every: Duration,
+    chunk: &'static str,
+) -> impl futures::Stream<Item = Result<&'static [u8], std::io::Error>> {
+    futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(every).await;
+        Some((Ok(chunk.as_bytes()), ()))
+    })
+    .boxed()
+}
+
+fn limits(output_tokens: u64) -> Limits {
+    Limits { idle: Duration::from_secs(300), deadline: Duration::from_secs(600), output_tokens }
+}
+
+fn stalled_with(result: Result<Response, Attempt>) -> String {
+    match result {
+        Err(Attempt::Retry { message, wait: None, .. }) => message,
+        Err(Attempt::Fatal(e)) => panic!("expected a stall, got {e}"),
+        _ => panic!("expected a stall"),
+    }
+}
+
+fn chat() -> crate::llm::chat::StreamState {
+    crate::llm::chat::StreamState::new("local/m".into())
+}
+
+#[tokio::test(start_paused = true)]
+async fn keep_alive_comments_every_half_second_hold_a_stream_for_twice_the_idle_timeout_only() {
+    let start = tokio::time::Instant::now();
+    let comments = every(Duration::from_millis(500), ": keep-alive\n\n");
+    let result = read_events(comments, limits(100), chat(), &|_| {}).await;
+    assert_eq!(
+        stalled_with(result),
+        "the stream stalled: the model sent only keep-alive comments and no data for 600 s"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(600));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_stream_is_cut_after_the_idle_timeout() {
+    let start = tokio::time::Instant::now();
+    let silent = futures::stream::pending::<Result<&'static [u8], std::io::Error>>();
+    assert_eq!(
+        stalled_with(read_events(silent, limits(100), chat(), &|_| {}).await),
+        "the stream stalled: the model sent no data for 300 s"
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_text_stops_at_the_output_cap_after_relaying_what_came_before_it() {
+    let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"0123456789\"}}]}\n\n";
+    let shown = Mutex::new(String::new());
+    let on_delta = |delta: Delta| {
+        if let Delta::Text(text) = delta {
+            shown.lock().unwrap().push_str(&text);
+        }
+    };
+    let result = read_events(every(Duration::from_millis(10), chunk), limits(100), chat(), &on_delta).await;
+    assert_eq!(fatal(result.unwrap_err()), LlmError::OutputCap { tokens: 100 });
+    assert_eq!(shown.lock().unwrap().len(), 410, "41 chunks of 10 bytes: the first past 400 bytes stops it");
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_tool_arguments_stop_at_the_output_cap_too() {
+    let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"0123456789\"}}]}}]}\n\n";
+    let result = read_events(every(Duration::from_millis(10), chunk), limits(100), chat(), &|_| {}).await;
+    assert_eq!(fatal(result.unwrap_err()), LlmError::OutputCap { tokens: 100 });
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_ends_the_retries_and_names_the_last_attempt() {
+    let mut endpoint = endpoint("http://127.0.0.1:9");
+    endpoint.retry.max_retries = 1000;
+    endpoint.retry.initial_backoff = Duration::from_secs(1);
+    endpoint.retry.max_backoff = Duration::from_secs(1);
+    endpoint.limits.deadline = Duration::from_secs(10);
+    let start = tokio::time::Instant::now();
+    let result =
+        with_retries(&endpoint, &AtomicBool::new(false), &CancellationToken::new(), &|_| {}, || async {
+            Err(Attempt::retry("HTTP 503", "busy"))
+        })
+        .await;
+    assert_eq!(
+        result.unwrap_err(),
+        LlmError::Deadline { limit: "10 s".into(), last: Some("HTTP 503: busy".into()) }
+    );
+    assert_eq!(start.elapsed(), Duration::from_secs(10));
+}
+
+#[test]
+fn the_stop_messages_name_the_limit_and_what_to_change() {
+    let deadline =
+        LlmError::Deadline { limit: "600 s".into(), last: Some("the model sent no data for 300 s".into()) };
+    assert_eq!(
+        deadline.user_message(),
+        "Model request failed: the response exceeded the 600 s deadline (last attempt: the model sent no data for 300 s). Raise response_timeout_ms in the config if the model needs longer."
+    );
+    assert_eq!(
+        LlmError::OutputCap { tokens: 32_000 }.user_message(),
+        "Model request failed: the response exceeded the output cap of 32000 tokens. Set max_output_tokens in the config to allow longer responses."
+    );
 }

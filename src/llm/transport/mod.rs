@@ -477,7 +477,10 @@ where
     loop {
         let chunk = match tokio::time::timeout_at(liveness.stalls_at(), stream.next()).await {
             Err(_) => match liveness.stalled(tokio::time::Instant::now()) {
-                Some(stall) => return Err(Attempt::retry("the stream stalled", &stall.to_string())),
+                Some(stall) => {
+                    let reason = "the stream stalled".to_string();
+                    return Err(Attempt::Retry { message: stall.to_string(), reason, wait: None });
+                }
                 None => continue,
             },
             Ok(None) => break,

@@ -304,10 +304,7 @@ async fn keep_alive_comments_every_half_second_hold_a_stream_for_twice_the_idle_
     let start = tokio::time::Instant::now();
     let comments = every(Duration::from_millis(500), ": keep-alive\n\n");
     let result = read_events(comments, limits(100), chat(), &|_| {}).await;
-    assert_eq!(
-        stalled_with(result),
-        "the stream stalled: the model sent only keep-alive comments and no data for 600 s"
-    );
+    assert_eq!(stalled_with(result), "the model sent only keep-alive comments and no data for 600 s");
     assert_eq!(start.elapsed(), Duration::from_secs(600));
 }
 
@@ -317,7 +314,7 @@ async fn a_silent_stream_is_cut_after_the_idle_timeout() {
     let silent = futures::stream::pending::<Result<&'static [u8], std::io::Error>>();
     assert_eq!(
         stalled_with(read_events(silent, limits(100), chat(), &|_| {}).await),
-        "the stream stalled: the model sent no data for 300 s"
+        "the model sent no data for 300 s"
     );
     assert_eq!(start.elapsed(), Duration::from_secs(300));
 }

@@ -309,9 +309,7 @@ mod tests {
 
     #[test]
     fn acp_takes_the_setup_flag_editors_add_for_terminal_sign_in() {
-        let Command::Acp(acp) = parse(&["acp", crate::acp::auth::SETUP_ARG]).unwrap().command else {
-            panic!()
-        };
+        let Command::Acp(acp) = parse(&["acp", "--setup"]).unwrap().command else { panic!() };
         assert!(acp.setup);
         let Command::Acp(acp) = parse(&["acp"]).unwrap().command else { panic!() };
         assert!(!acp.setup);

@@ -8,9 +8,9 @@
 //!
 //! Target: at most 3 µs of agent CPU per chunk. Each figure is the median of a few runs.
 //!
-//! Measured (release, 2 shared cores): client alone 1.21 µs (chat), 1.30 µs (responses), 1.03 µs (messages); whole
-//! agent 26.6 / 21.1 / 22.3 µs per chunk. The client meets the target; the agent's cost is one ACP
-//! `agent_message_chunk` per model chunk (serialised and written), which coalescing the updates will cut.
+//! Measured (release, 2 shared cores, with the stream limits): client alone 1.39 µs (chat), 1.44 µs (responses),
+//! 1.18 µs (messages); whole agent 27.7 / 20.2 / 19.7 µs per chunk. The client meets the target; the agent's cost
+//! is one ACP `agent_message_chunk` per model chunk (serialised and written), which coalescing the updates will cut.
 #![allow(clippy::unwrap_used, clippy::print_stdout, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -19,6 +19,7 @@ use serde::Deserialize;
 
 use providers::Provider;
 use trust::{Request, Standing, Trust};
+pub mod web;
 
 /// The model used when nothing names one and the provider has no default.
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
@@ -196,6 +197,10 @@ struct Layer {
     context_window: Option<u64>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
+    webfetch: Option<web::WebfetchSection>,
+    /// USER FILE ONLY: as `webfetch`.
+    websearch: Option<web::WebsearchSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -291,6 +296,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
                 (a, b) => a.or(b),
             },
+            webfetch: self.webfetch.or(lower.webfetch),
+            websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
@@ -328,6 +335,12 @@ impl Layer {
         {
             tracing::warn!(
                 "ignoring [shell] env_keep in the project's config file; set it in your own config"
+            );
+        }
+        let (webfetch, websearch) = (self.webfetch.take(), self.websearch.take());
+        if webfetch.is_some() || websearch.is_some() {
+            tracing::warn!(
+                "[webfetch] and [websearch] are ignored in a project's config: only the user's own file may set them"
             );
         }
         self

@@ -71,7 +71,12 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        Self::with_registry(sources, Arc::new(crate::builtin::registry()))
+        // The web tools' settings come from the user's own file and environment only, never a project's.
+        let web = crate::config::web::WebSettings::load(&sources).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "web tool settings ignored");
+            crate::config::web::WebSettings::default()
+        });
+        Self::with_registry(sources, Arc::new(crate::builtin::registry_with(&web)))
     }
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).

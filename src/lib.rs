@@ -13,11 +13,11 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode |
 //! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent); the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
-//! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
+//! | `llm`        | `transport` (HTTP client, SSE, errors a user can act on, retries), `limits` (idle, deadline, output cap), one module per wire format (`chat` Chat Completions, `responses` OpenAI Responses, `messages` Anthropic), `router` (a client per provider, by model id), `catalogue` (model metadata), `detect` (loopback probes), `ids` |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the subagent seam (`tool::subagent`), the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters |
@@ -27,7 +27,8 @@
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
-//! | `config`     | environment and config files, project trust (which project settings need it, the user's trust record), the key binding |
+//! | `config`     | environment and config files, the providers and their key binding (`providers`), project trust (which project settings need it, the user's trust record), writing the user's file on sign-in (`user`) |
+//! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
 //!
@@ -66,6 +67,7 @@ pub mod display;
 pub mod llm;
 pub mod permission;
 pub mod session;
+pub mod setup;
 pub mod shell;
 pub mod store;
 pub mod tool;

@@ -347,7 +347,9 @@ pub fn prompt(
             Ok(Ok(stop)) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
             Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
-                responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
+                let code =
+                    if e.needs_sign_in() { ErrorCode::AUTH_REQUIRED } else { ErrorCode::INTERNAL_ERROR };
+                responder.respond_with_error(Error::new(code, e.user_message()))
             }
             Err(_) => {
                 tracing::error!(session = %session.id, "the turn crashed");

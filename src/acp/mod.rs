@@ -4,6 +4,7 @@
 //!
 //! Owns protocol concerns (capabilities, error codes, ordering). Decisions belong to the core.
 
+pub mod auth;
 pub mod client;
 pub mod coalesce;
 pub mod convert;
@@ -54,10 +55,11 @@ impl State {
     }
 }
 
-fn capabilities() -> acp::AgentCapabilities {
+/// What the agent offers; images only when the default model takes them.
+fn capabilities(images: bool) -> acp::AgentCapabilities {
     acp::AgentCapabilities::new()
         .load_session(true)
-        .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true).audio(false))
+        .prompt_capabilities(acp::PromptCapabilities::new().image(images).embedded_context(true).audio(false))
         .session_capabilities(
             acp::SessionCapabilities::new()
                 .list(acp::SessionListCapabilities::new())
@@ -74,13 +76,16 @@ fn initialize(
     responder: Responder<acp::InitializeResponse>,
 ) -> Result<(), Error> {
     tracing::info!(client = ?request.client_info, "initialize");
+    let config = auth::user_config(state.manager.sources());
+    let images = config.as_ref().is_some_and(auth::takes_images);
+    let methods = config.as_ref().map(|c| auth::methods(c, &request.client_capabilities)).unwrap_or_default();
     if let Ok(mut client) = state.client.write() {
         *client = Some(request);
     }
     responder.respond(
         acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
-            .agent_capabilities(capabilities())
-            .auth_methods(Vec::new())
+            .agent_capabilities(capabilities(images))
+            .auth_methods(methods)
             .agent_info(acp::Implementation::new("tinycode", env!("CARGO_PKG_VERSION")).title("tinycode")),
     )
 }
@@ -158,6 +163,10 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
     });
     let builder =
         request!(builder, acp::PromptRequest, |s, r, responder, _cx| handlers::prompt(&s, r, responder));
+    let builder = request!(builder, acp::AuthenticateRequest, |s, r, responder, _cx| auth::authenticate(
+        &s, r, responder
+    )
+    .await);
     let result = builder
         .on_receive_notification(
             {

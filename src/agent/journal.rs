@@ -73,7 +73,10 @@ impl Journal {
         if let Some(reasoning) = reasoning {
             stored.push(part(
                 "reasoning",
-                json!({"messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text}),
+                json!({
+                    "messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text,
+                    "replay": reasoning.replay, "origin": reasoning.origin,
+                }),
             ));
         }
         if !text.is_empty() {
@@ -207,12 +210,12 @@ fn assistant(parts: &[(String, Value)]) -> Message {
         match kind.as_str() {
             "text" => text = text_of(data, "text"),
             "reasoning" => {
-                let field = if text_of(data, "field") == "reasoning" {
-                    ReasoningField::Reasoning
-                } else {
-                    ReasoningField::ReasoningContent
-                };
-                reasoning = Some(Reasoning { field, text: text_of(data, "text") });
+                reasoning = Some(Reasoning {
+                    field: ReasoningField::from_key(&text_of(data, "field")),
+                    text: text_of(data, "text"),
+                    replay: data.get("replay").filter(|r| !r.is_null()).cloned(),
+                    origin: data.get("origin").and_then(Value::as_str).map(String::from),
+                });
             }
             "tool_calls" => {
                 tool_calls = data
@@ -281,7 +284,8 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                     message_id: text_of(data, "messageId"),
                     blocks: data["blocks"].clone(),
                 }),
-                "reasoning" => events.push(AgentEvent::ThoughtChunk {
+                // Reasoning with nothing to show (redacted or encrypted only) is kept for the model, not replayed.
+                "reasoning" if !text_of(data, "text").is_empty() => events.push(AgentEvent::ThoughtChunk {
                     message_id: text_of(data, "messageId"),
                     text: text_of(data, "text"),
                 }),
@@ -414,6 +418,50 @@ mod tests {
             finals,
             vec![("a".to_string(), ToolStatus::Completed), ("b".to_string(), ToolStatus::Failed)]
         );
+    }
+
+    #[test]
+    fn reasoning_to_send_back_survives_a_restart_and_only_shown_reasoning_is_replayed() {
+        let thinking = |text: &str| {
+            json!({"messageId": "t", "field": "thinking", "text": text, "origin": "anthropic/claude-sonnet-4-5",
+                   "replay": [{"type": "redacted_thinking", "data": "abc"}]})
+        };
+        let messages = vec![
+            user("one"),
+            stored(
+                "assistant",
+                vec![part("reasoning", thinking("")), part("text", json!({"messageId": "m", "text": "a"}))],
+            ),
+            user("two"),
+            stored(
+                "assistant",
+                vec![
+                    part("reasoning", thinking("hmm")),
+                    part("text", json!({"messageId": "n", "text": "b"})),
+                ],
+            ),
+        ];
+        let (history, _) = rebuild(&messages);
+        let Message::Assistant { reasoning: Some(reasoning), .. } = &history.messages()[1] else {
+            panic!("{history:?}")
+        };
+        assert_eq!(
+            reasoning,
+            &Reasoning {
+                field: ReasoningField::Thinking,
+                text: String::new(),
+                replay: Some(json!([{"type": "redacted_thinking", "data": "abc"}])),
+                origin: Some("anthropic/claude-sonnet-4-5".into()),
+            }
+        );
+        let thoughts: Vec<String> = replay(&messages)
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::ThoughtChunk { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thoughts, vec!["hmm".to_string()]);
     }
 
     #[test]

@@ -57,6 +57,24 @@ impl TurnError {
             TurnError::Llm(e) => e.user_message(),
         }
     }
+
+    /// The user must sign in (no key, or the key was refused): the editor should show its sign-in flow.
+    pub fn needs_sign_in(&self) -> bool {
+        match self {
+            TurnError::Llm(e) => e.needs_sign_in(),
+        }
+    }
+}
+
+/// What a model that cannot see gets in place of an image.
+pub const IMAGE_LEFT_OUT: &str = "[an image was left out here: this model cannot see images]";
+
+/// What the user is told when an image is left out.
+pub fn blind_note(model: &str) -> String {
+    format!(
+        "The model `{model}` does not take images, so the image was left out. To send images, pick a model that \
+         can see them."
+    )
 }
 
 /// A session's conversation plus the tool call ids already shown to the user (they must be unique per session).
@@ -97,6 +115,8 @@ pub struct Turn<'a> {
     pub model_name: String,
     pub reasoning_effort: Option<String>,
     pub context_window: u64,
+    /// The model takes images (otherwise they are left out, and the user is told).
+    pub images: bool,
     /// The session is in plan mode: the system prompt says so.
     pub plan_mode: bool,
     pub registry: &'a Registry,
@@ -193,6 +213,7 @@ impl Turn<'_> {
         input: Vec<UserPart>,
         blocks: Value,
     ) -> Result<StopReason, TurnError> {
+        let input = self.without_images(input);
         if let Some(journal) = self.journal() {
             journal.user(&new_id("user"), &blocks, &input);
         }
@@ -281,11 +302,40 @@ impl Turn<'_> {
         history.push(Message::Assistant { text: text.to_string(), reasoning: None, tool_calls: Vec::new() });
     }
 
+    /// A prompt's images, for a model that cannot see: left out, and the user told so (never silently dropped).
+    fn without_images(&self, input: Vec<UserPart>) -> Vec<UserPart> {
+        if self.images || !input.iter().any(|p| matches!(p, UserPart::Image { .. })) {
+            return input;
+        }
+        self.sink.emit(AgentEvent::MessageChunk {
+            message_id: new_id("msg"),
+            text: format!("{}\n\n", blind_note(&self.model_name)),
+        });
+        input
+            .into_iter()
+            .map(|part| match part {
+                UserPart::Image { .. } => UserPart::Text(IMAGE_LEFT_OUT.into()),
+                text => text,
+            })
+            .collect()
+    }
+
     fn request(&self, system: &str, tools: &[ToolSpec], history: &History) -> Request {
+        let mut messages = history.messages().to_vec();
+        if !self.images {
+            // Images a tool returned (data URIs) cannot reach a model that cannot see.
+            for message in &mut messages {
+                if let Message::Tool { content, .. } = message
+                    && content.starts_with("data:image/")
+                {
+                    *content = IMAGE_LEFT_OUT.into();
+                }
+            }
+        }
         Request {
             model: self.model_name.clone(),
             system: system.to_string(),
-            messages: history.messages().to_vec(),
+            messages,
             tools: tools.to_vec(),
             max_output_tokens: self.config.max_output_tokens,
             reasoning_effort: self.reasoning_effort.clone(),
@@ -366,9 +416,13 @@ impl Turn<'_> {
     async fn call_model(&self, request: &Request, history: &mut History) -> Result<Step, TurnError> {
         let message_id = new_id("msg");
         let thought_id = new_id("thought");
+        let notice_id = new_id("thought");
         let shown = Mutex::new(String::new());
         let sink = self.sink.clone();
         let on_delta = |delta: Delta| match delta {
+            // Retries are told as a thought of their own, so a long wait is never silent.
+            Delta::Notice(text) => sink
+                .emit(AgentEvent::ThoughtChunk { message_id: notice_id.clone(), text: format!("{text}\n") }),
             Delta::Text(text) => {
                 if let Ok(mut shown) = shown.lock() {
                     shown.push_str(&text);

@@ -2,14 +2,17 @@
 //! `$XDG_CONFIG_HOME/tinycode/config.toml` (highest precedence first), merged into one [`Config`]. The project
 //! file's settings that need trust apply only once the user trusts the project ([`trust`]), and an API key is
 //! only sent to a base URL from the same source as the key (the user's own environment and file count as one).
+//! The model providers and their key binding are resolved in [`providers`].
 //!
 //! Owns the file format and the precedence rule. Reads files only; must not open network connections.
 //! Callers pass the environment in explicitly ([`Sources`]) so tests never see the developer's variables.
 
 pub mod git;
 pub mod models;
+pub mod providers;
 pub mod tools;
 pub mod trust;
+pub mod user;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,14 +20,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use providers::Provider;
 use trust::{Request, Standing, Trust};
 pub mod web;
 
 pub use models::{EditMode, ModelSettings};
 
-/// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The model used when nothing names one.
+/// The model used when nothing names one and the provider has no default.
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
 /// `response_timeout_ms` when unset: ten minutes, the default request timeout of the official OpenAI and Anthropic
 /// SDKs and twice the idle timeout, so a slow but live response is never the one cut off.
@@ -40,6 +42,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid value for {name}: {message}")]
     Env { name: String, message: String },
+    #[error("{0}")]
+    Providers(String),
 }
 
 /// Where configuration comes from. [`Sources::from_process`] reads the real environment; tests build their own.
@@ -61,7 +65,8 @@ impl Sources {
         Self { env, user_config_home }
     }
 
-    pub(crate) fn var(&self, name: &str) -> Option<&str> {
+    /// A variable's value, when it is set and not empty.
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
@@ -97,6 +102,18 @@ impl Default for RetryConfig {
     }
 }
 
+/// What the user's `[catalogue."NAME/model"]` (or `[catalogue."model"]`) says about a model; it wins over the
+/// compiled catalogue and what a local server reports.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelOverride {
+    pub context: Option<u64>,
+    pub max_output: Option<u64>,
+    pub tools: Option<bool>,
+    pub images: Option<bool>,
+    pub reasoning: Option<bool>,
+}
+
 /// Which of the agent's environment variables commands inherit (`[shell] env_inherit`), before secrets are removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -123,9 +140,16 @@ pub struct EnvPolicy {
 /// The effective configuration of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    pub base_url: String,
-    pub api_key: Option<String>,
+    /// The model providers, the default first. Empty: nothing configured (local servers may still be detected).
+    pub providers: Vec<Provider>,
+    /// The model new sessions use (`NAME/model` when several providers are configured).
     pub model: String,
+    /// Something named the model (rather than a provider's default).
+    pub model_explicit: bool,
+    /// Model metadata overrides, by `NAME/model` or bare model.
+    pub catalogue: BTreeMap<String, ModelOverride>,
+    /// Provider settings that were configured but not applied, and why.
+    pub notes: Vec<String>,
     pub data_dir: PathBuf,
     /// Cap on model requests in one prompt turn; reaching it ends the turn with `max_turn_requests`.
     pub max_turn_requests: u32,
@@ -176,6 +200,9 @@ impl Config {
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Layer {
+    provider: Option<String>,
+    providers: Option<BTreeMap<String, providers::ProviderLayer>>,
+    catalogue: Option<BTreeMap<String, ModelOverride>>,
     base_url: Option<String>,
     api_key: Option<String>,
     model: Option<String>,
@@ -279,6 +306,9 @@ impl Layer {
             (a, b) => a.or(b),
         };
         Layer {
+            provider: self.provider.or(lower.provider),
+            providers: merge_maps(self.providers, lower.providers),
+            catalogue: merge_maps(self.catalogue, lower.catalogue),
             base_url: self.base_url.or(lower.base_url),
             api_key: self.api_key.or(lower.api_key),
             model: self.model.or(lower.model),
@@ -330,14 +360,9 @@ impl Layer {
                 .transpose()
         };
         Ok(Layer {
-            base_url: sources
-                .var("TINYCODE_BASE_URL")
-                .or_else(|| sources.var("OPENAI_BASE_URL"))
-                .map(String::from),
-            api_key: sources
-                .var("TINYCODE_API_KEY")
-                .or_else(|| sources.var("OPENAI_API_KEY"))
-                .map(String::from),
+            provider: sources.var("TINYCODE_PROVIDER").map(String::from),
+            base_url: sources.var("TINYCODE_BASE_URL").map(String::from),
+            api_key: sources.var("TINYCODE_API_KEY").map(String::from),
             model: sources.var("TINYCODE_MODEL").map(String::from),
             data_dir: sources.var("TINYCODE_DATA_DIR").map(PathBuf::from),
             max_turn_requests: number("TINYCODE_MAX_TURN_REQUESTS")?,
@@ -413,14 +438,6 @@ fn origin<T>(env: &Option<T>, project: &Option<T>, user: &Option<T>) -> Origin {
     }
 }
 
-/// May the winning API key go to the winning base URL? Only when both come from the same source, or the URL is
-/// the built-in one: the user's key never goes to a server a project named, nor a project's key to the user's.
-fn key_may_go_to_url(env: &Layer, project: &Layer, user: &Layer) -> bool {
-    let url = origin(&env.base_url, &project.base_url, &user.base_url);
-    let key = origin(&env.api_key, &project.api_key, &user.api_key);
-    url == Origin::BuiltIn || key == Origin::BuiltIn || url == key
-}
-
 /// A session's configuration as loaded.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -449,14 +466,25 @@ impl Config {
         let (project, untrusted) = Self::project_layer(cwd, trust)?;
         let project = project.confined();
         let env = Layer::from_env(sources)?;
-        let send_key = key_may_go_to_url(&env, &project, &user);
-        let mut merged = env.under(project).under(user);
-        if !send_key && merged.api_key.take().is_some() {
-            tracing::warn!(
-                "the API key is not sent to the project's base URL: they come from different sources"
-            );
+        let resolved = providers::resolve(&env, &project, &user, sources).map_err(ConfigError::Providers)?;
+        for note in &resolved.notes {
+            tracing::warn!("{note}");
         }
-        Ok(Loaded { config: Self::resolve(merged, sources), untrusted })
+        let merged = env.under(project).under(user);
+        Ok(Loaded { config: Self::resolve(merged, resolved, sources), untrusted })
+    }
+
+    /// The configuration without any project (the environment and the user's file), as `initialize` and
+    /// `tinycode setup`/`doctor` see it.
+    pub fn load_user(sources: &Sources) -> Result<Config, ConfigError> {
+        let user = match &sources.user_config_home {
+            Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"))?,
+            None => Layer::default(),
+        };
+        let env = Layer::from_env(sources)?;
+        let resolved =
+            providers::resolve(&env, &Layer::default(), &user, sources).map_err(ConfigError::Providers)?;
+        Ok(Self::resolve(env.under(user), resolved, sources))
     }
 
     /// The project's layer: all of it when trusted or harmless, else its harmless part and what the rest wants.
@@ -496,14 +524,16 @@ impl Config {
         }
     }
 
-    fn resolve(layer: Layer, sources: &Sources) -> Config {
+    fn resolve(layer: Layer, resolved: providers::Resolved, sources: &Sources) -> Config {
         let model_settings = layer.all_model_settings();
         let defaults = RetryConfig::default();
         let retry = layer.retry.unwrap_or_default();
-        Config {
-            base_url: layer.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-            api_key: layer.api_key.filter(|k| !k.is_empty()),
-            model: layer.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+        let mut config = Config {
+            providers: resolved.providers,
+            model: String::new(),
+            model_explicit: resolved.model.is_some(),
+            catalogue: layer.catalogue.unwrap_or_default(),
+            notes: resolved.notes,
             data_dir: layer.data_dir.unwrap_or_else(|| sources.data_dir()),
             max_turn_requests: layer.max_turn_requests.unwrap_or(50).max(1),
             max_output_tokens: layer.max_output_tokens,
@@ -541,7 +571,52 @@ impl Config {
             edit_mode: layer.edit_mode.unwrap_or_default(),
             tool_descriptions: layer.tool_descriptions,
             git_excludes: git::global_excludes(sources),
+        };
+        config.model = resolved.model.unwrap_or_default();
+        config.settle_model();
+        config
+    }
+
+    /// Settle the model after the providers changed: a provider's default when nothing named one, and qualified
+    /// (`NAME/model`) when several providers are configured.
+    fn settle_model(&mut self) {
+        if !self.model_explicit || self.model.is_empty() {
+            let default = self.providers.first().and_then(Provider::default_model);
+            self.model = default.unwrap_or_else(|| DEFAULT_MODEL.to_string());
         }
+        self.model = self.qualify(&self.model);
+    }
+
+    /// The default provider, if any.
+    pub fn provider(&self) -> Option<&Provider> {
+        self.providers.first()
+    }
+
+    /// Are models named `NAME/model` (several providers)?
+    pub fn qualified(&self) -> bool {
+        self.providers.len() > 1
+    }
+
+    /// `model` as the picker names it: `NAME/model` when several providers are configured.
+    pub fn qualify(&self, model: &str) -> String {
+        match self.split_model(model) {
+            Some((provider, bare)) if self.qualified() => format!("{}/{bare}", provider.name),
+            _ => model.to_string(),
+        }
+    }
+
+    /// The provider serving `model` and the model's name there.
+    pub fn split_model<'a>(&'a self, model: &'a str) -> Option<(&'a Provider, &'a str)> {
+        providers::split_model(&self.providers, model)
+    }
+
+    /// Use local servers found by probing, when nothing was configured.
+    pub fn adopt_detected(&mut self, found: Vec<Provider>) {
+        if !self.providers.is_empty() || found.is_empty() {
+            return;
+        }
+        self.providers = found;
+        self.settle_model();
     }
 }
 
@@ -590,28 +665,38 @@ mod tests {
         trust(&s, &cwd);
         let config = load(&s, &cwd).unwrap();
         assert_eq!(config.model, "env-model");
-        assert_eq!(config.base_url, "http://project");
-        assert_eq!(config.api_key, None, "the user's key never goes to a server the project named");
+        assert_eq!(config.providers[0].base_url, "http://project");
+        assert_eq!(
+            config.providers[0].api_key, None,
+            "the user's key never goes to a server the project named"
+        );
         assert_eq!(config.max_turn_requests, 7);
         assert_eq!(config.data_dir, PathBuf::from("/data"));
         assert_eq!(config.formatters, BTreeMap::from([("rs".to_string(), vec!["rustfmt".to_string()])]));
     }
 
     #[test]
-    fn tinycode_variables_win_over_openai_variables_and_defaults_apply_last() {
+    fn tinycode_variables_win_over_openai_variables_and_nothing_configured_means_no_provider() {
         let dir = tempfile::tempdir().unwrap();
         let s = sources(
             &[("OPENAI_BASE_URL", "http://openai"), ("OPENAI_API_KEY", "k1"), ("TINYCODE_API_KEY", "k2")],
             None,
         );
         let config = load(&s, dir.path()).unwrap();
-        assert_eq!(config.base_url, "http://openai");
-        assert_eq!(config.api_key.as_deref(), Some("k2"));
-        assert_eq!(config.model, DEFAULT_MODEL);
+        assert_eq!(config.providers.len(), 1);
+        let provider = &config.providers[0];
+        assert_eq!((provider.name.as_str(), provider.base_url.as_str()), ("openai", "http://openai"));
+        assert_eq!(
+            provider.kind,
+            providers::Kind::OpenAiCompatible,
+            "a compatible server speaks Chat Completions"
+        );
+        assert_eq!(provider.api_key.as_deref(), Some("k2"));
+        assert_eq!(config.model, "gpt-4.1");
 
         let config = load(&sources(&[], None), dir.path()).unwrap();
-        assert_eq!(config.base_url, DEFAULT_BASE_URL);
-        assert_eq!(config.api_key, None);
+        assert_eq!(config.providers, vec![]);
+        assert_eq!(config.model, DEFAULT_MODEL);
     }
 
     #[test]
@@ -704,7 +789,11 @@ mod tests {
         let s = sources(&[], Some(&home));
         let loaded = Config::load(&s, &cwd, &Trust::new(&s)).unwrap();
         let config = loaded.config;
-        assert_eq!((config.base_url.as_str(), config.api_key.as_deref()), ("http://user", Some("k-user")));
+        let provider = &config.providers[0];
+        assert_eq!(
+            (provider.base_url.as_str(), provider.api_key.as_deref()),
+            ("http://user", Some("k-user"))
+        );
         assert_eq!(config.model, DEFAULT_MODEL);
         assert_eq!(config.default_mode, None);
         assert_eq!(config.permission_rules, vec![]);
@@ -753,12 +842,12 @@ mod tests {
                 trust(&s, &cwd);
             }
             let config = load(&s, &cwd).unwrap();
-            (config.base_url, config.api_key)
+            (config.providers[0].base_url.clone(), config.providers[0].api_key.clone())
         };
         let some = |url: &str, key: Option<&str>| (url.to_string(), key.map(String::from));
         let env_key = [("TINYCODE_API_KEY", "k-env")];
         assert_eq!(case(&env_key, "base_url = \"http://u\"", ""), some("http://u", Some("k-env")));
-        assert_eq!(case(&[], "api_key = \"k-user\"", ""), some(DEFAULT_BASE_URL, Some("k-user")));
+        assert_eq!(case(&[], "api_key = \"k-user\"", ""), some(providers::OPENAI_URL, Some("k-user")));
         assert_eq!(case(&env_key, "", "base_url = \"http://p\""), some("http://p", None));
         assert_eq!(case(&[], "api_key = \"k-user\"", "base_url = \"http://p\""), some("http://p", None));
         assert_eq!(
@@ -766,7 +855,7 @@ mod tests {
             some("http://p", Some("k-p"))
         );
         assert_eq!(case(&[], "base_url = \"http://u\"", "api_key = \"k-p\""), some("http://u", None));
-        assert_eq!(case(&[], "", "api_key = \"k-p\""), some(DEFAULT_BASE_URL, Some("k-p")));
+        assert_eq!(case(&[], "", "api_key = \"k-p\""), some(providers::OPENAI_URL, Some("k-p")));
         assert_eq!(
             case(&[("TINYCODE_BASE_URL", "http://e")], "api_key = \"k-user\"", "base_url = \"http://p\""),
             some("http://e", Some("k-user")),

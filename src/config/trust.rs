@@ -21,6 +21,7 @@ use super::Sources;
 /// They change limits and lists only: nothing in them runs, reaches a new host or allows anything.
 pub const HARMLESS: &[&str] = &[
     "models",
+    "catalogue",
     "context_window",
     "max_diff_bytes",
     "max_output_tokens",
@@ -39,6 +40,7 @@ pub const GATED: &[(&str, &str)] = &[
     ("base_url", "send your prompts and code to this server (your own API key is not sent there)"),
     ("api_key", "use its own API key"),
     ("provider", "choose the model provider"),
+    ("providers", "add model providers (where your prompts and code are sent, with which key)"),
     ("model", "choose the model new sessions use (with a router, this also picks who receives your code)"),
     ("default_mode", "choose the mode new sessions start in (`yolo` and `accept-edits` ask less)"),
     ("permission", "add permission rules (they can let commands and edits run without asking)"),
@@ -257,7 +259,7 @@ struct Entry {
 }
 
 /// A TOML basic string.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

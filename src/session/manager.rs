@@ -20,7 +20,8 @@ use crate::bus::Bus;
 use crate::config::trust::Trust;
 use crate::config::{Config, ConfigError, Loaded, Sources};
 use crate::control::Control;
-use crate::llm::openai::OpenAiClient;
+use crate::llm::detect::Detector;
+use crate::llm::router::Router;
 use crate::permission;
 use crate::permission::remembered::Remembered;
 use crate::shell::environment::Environment;
@@ -65,6 +66,8 @@ pub struct Manager {
     ask_trust: bool,
     /// Remembered permission rules by project.
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
+    /// Finds local model servers when nothing is configured.
+    detector: Arc<Detector>,
 }
 
 impl Manager {
@@ -79,7 +82,9 @@ impl Manager {
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
+        let targets = crate::llm::detect::default_targets(sources.var("OLLAMA_HOST"));
         Self {
+            detector: Arc::new(Detector::new(targets)),
             trust: Arc::new(Trust::new(&sources)),
             ask_trust: true,
             sources,
@@ -99,8 +104,43 @@ impl Manager {
         self
     }
 
+    /// Probe these loopback targets (instead of the default ports) when nothing is configured.
+    pub fn with_detector(mut self, detector: Detector) -> Self {
+        self.detector = Arc::new(detector);
+        self
+    }
+
     pub fn bus(&self) -> &Bus {
         &self.bus
+    }
+
+    /// Where this manager's configuration comes from.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// The configuration for a session rooted at `cwd`, with local servers found by probing when nothing is
+    /// configured (the probes are cached).
+    pub async fn load_config(&self, cwd: &Path) -> Result<Loaded, SessionError> {
+        let mut loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        if loaded.config.providers.is_empty() {
+            let found = self.detector.detect().await;
+            loaded.config.adopt_detected(found.into_iter().map(|f| f.provider).collect());
+        }
+        Ok(loaded)
+    }
+
+    /// Reload every live session's configuration (after the user signed in).
+    pub async fn reload_all(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+        for session in sessions {
+            match self.load_config(&session.cwd).await {
+                Ok(loaded) => session.reload(loaded),
+                Err(e) => {
+                    tracing::warn!(session = %session.id, error = %e, "the configuration could not be reloaded")
+                }
+            }
+        }
     }
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
@@ -186,8 +226,8 @@ impl Manager {
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
             ),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
-            model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
-            models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
+            model: Mutex::new(Arc::new(Router::new(&config))),
+            models: Mutex::new(self.catalogue.for_config(&config, &self.bus)),
             models_swapped: Arc::new(tokio::sync::Notify::new()),
             catalogue: self.catalogue.clone(),
             cwd: cwd.clone(),
@@ -233,7 +273,7 @@ impl Manager {
         mcp_servers: Vec<Value>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
-        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let loaded = self.load_config(cwd).await?;
         let config = &loaded.config;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let now = crate::clock::now_millis();
@@ -283,7 +323,7 @@ impl Manager {
             )));
         }
         let stored = store.messages(id).await?;
-        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let loaded = self.load_config(cwd).await?;
         let config = &loaded.config;
         let todos = store.todos(id).await?;
         // Decoding a long conversation is CPU work: keep it off the async runtime.
@@ -299,7 +339,9 @@ impl Manager {
             }
             if let Some(used) = store.last_usage(id).await? {
                 let model = row.model.clone().unwrap_or_else(|| config.model.clone());
-                let size = super::settings::context_window(&model, config.context_window);
+                let size = config
+                    .context_window
+                    .unwrap_or_else(|| crate::llm::catalogue::for_model(config, &model).context);
                 events.push(AgentEvent::Usage { used, size });
             }
         }

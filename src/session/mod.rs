@@ -122,7 +122,8 @@ pub struct Session {
     store: Option<Store>,
     settings: Mutex<Settings>,
     title: Mutex<Option<String>>,
-    models: Mutex<Arc<models::ModelList>>,
+    /// Each provider's model list, with the provider's name (the default provider first).
+    models: Mutex<Vec<(String, Arc<models::ModelList>)>>,
     /// Fired when `models` is replaced (a trusted project named another provider).
     models_swapped: Arc<tokio::sync::Notify>,
     catalogue: Arc<models::Catalogue>,
@@ -177,8 +178,28 @@ impl Session {
         lock(&self.config).clone()
     }
 
-    fn models(&self) -> Arc<models::ModelList> {
+    fn models(&self) -> Vec<(String, Arc<models::ModelList>)> {
         lock(&self.models).clone()
+    }
+
+    /// The models the picker offers: every provider's, named `NAME/model` when there are several.
+    fn model_ids(&self) -> Vec<String> {
+        let qualified = self.config().qualified();
+        let mut ids = Vec::new();
+        for (name, list) in self.models() {
+            for id in list.get() {
+                let id = if qualified { format!("{name}/{id}") } else { id };
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// What tinycode knows of `model` under this session's configuration.
+    pub fn model_info(&self, model: &str) -> crate::llm::catalogue::ModelInfo {
+        crate::llm::catalogue::for_model(&self.config(), model)
     }
 
     /// Save the new to-do list, show it as the editor's plan, and announce it.
@@ -218,12 +239,12 @@ impl Session {
 
     /// The config options as they stand now.
     pub fn options(&self) -> Vec<ConfigOption> {
-        self.settings().options(&self.models().get())
+        self.settings().options(&self.model_ids())
     }
 
     /// Change one option. Returns the complete new list.
     pub fn set_option(&self, option: &str, value: &str) -> Result<Vec<ConfigOption>, String> {
-        let models = self.models().get();
+        let models = self.model_ids();
         lock(&self.settings).set(option, value, &models)?;
         self.apply_settings();
         Ok(self.options())
@@ -341,7 +362,8 @@ impl Session {
             model,
             model_name: settings.model.clone(),
             reasoning_effort: settings.reasoning_effort(),
-            context_window: settings::context_window(&settings.model, config.context_window),
+            context_window: config.context_window.unwrap_or_else(|| self.model_info(&settings.model).context),
+            images: self.model_info(&settings.model).images,
             plan_mode: settings.mode == Mode::Plan,
             registry: &self.registry,
             sink: self.sink(),
@@ -388,22 +410,35 @@ impl Session {
 
     /// Fetch the provider's model list in the background (after the editor has the session), unless done.
     pub fn refresh_models(&self) {
-        self.models().refresh();
+        for (_, list) in self.models() {
+            list.refresh();
+        }
     }
 
-    /// Announce the model list to the editor whenever it grows or is replaced, until the session closes.
+    /// Announce the model list to the editor whenever one of the provider lists grows or they are replaced,
+    /// until the session closes.
     fn watch_models(self: &Arc<Self>) {
-        let mut changes = self.models().subscribe();
+        let subscribe = |session: &Session| -> Vec<tokio::sync::watch::Receiver<u64>> {
+            session.models().iter().map(|(_, list)| list.subscribe()).collect()
+        };
+        let mut changes = subscribe(self);
         let (session, closed, swapped) =
             (Arc::downgrade(self), self.closed.clone(), self.models_swapped.clone());
         tokio::spawn(async move {
             loop {
+                let any_change = async {
+                    if changes.is_empty() {
+                        return std::future::pending::<bool>().await;
+                    }
+                    let waits = changes.iter_mut().map(|c| Box::pin(c.changed()));
+                    futures::future::select_all(waits).await.0.is_ok()
+                };
                 tokio::select! {
                     _ = closed.cancelled() => return,
-                    changed = changes.changed() => if changed.is_err() { return },
+                    changed = any_change => if !changed { return },
                     () = swapped.notified() => {
                         let Some(session) = session.upgrade() else { return };
-                        changes = session.models().subscribe();
+                        changes = subscribe(&session);
                     }
                 }
                 let Some(session) = session.upgrade() else { return };

@@ -195,7 +195,8 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert_eq!(init["result"]["protocolVersion"], 1);
     assert_eq!(
         init["result"]["agentCapabilities"]["promptCapabilities"],
-        json!({"image": true, "audio": false, "embeddedContext": true})
+        json!({"image": false, "audio": false, "embeddedContext": true}),
+        "images only when the default model takes them (fake-model is not known to)"
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
     raw.send_unchecked(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
@@ -342,7 +343,7 @@ async fn tinycode_run_exits_non_zero_with_the_cause_when_the_provider_fails() {
     assert_eq!(stdout, "");
     assert_eq!(
         stderr,
-        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key. Check TINYCODE_API_KEY (or OPENAI_API_KEY) and TINYCODE_BASE_URL.\n"
+        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key; fix the key: set TINYCODE_API_KEY.\n"
     );
 }
 

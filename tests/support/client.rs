@@ -542,8 +542,9 @@ pub struct Harness {
     pub bus: tinycode::bus::Bus,
     capabilities: acp::ClientCapabilities,
     registry: Arc<Registry>,
-    /// The provider comes from the user's config file rather than the environment.
-    user_provider: bool,
+    /// The first agent's environment and config home.
+    pub sources: Sources,
+    targets: Vec<tinycode::llm::detect::Target>,
 }
 
 pub struct Setup {
@@ -558,6 +559,12 @@ pub struct Setup {
     pub user_provider: bool,
     /// Other files of the project (relative path, text), written before the agent starts.
     pub project_files: Vec<(String, String)>,
+    /// More lines for the user's config file (`{base_url}` stands for the fake model's URL).
+    pub user_config: String,
+    /// Environment changes: a value, or `None` to remove the variable.
+    pub env: Vec<(String, Option<String>)>,
+    /// Probe these loopback targets when nothing is configured (default: a port nothing listens on).
+    pub targets: Vec<tinycode::llm::detect::Target>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -566,12 +573,12 @@ pub fn editor_fs() -> acp::ClientCapabilities {
         .fs(acp::FileSystemCapabilities::new().read_text_file(true).write_text_file(true))
 }
 
-/// What current Zed declares: fs, terminals, and the terminal `_meta` extension.
+/// What current Zed declares: fs, terminals, terminal sign-in, and the terminal `_meta` extensions.
 pub fn zed() -> acp::ClientCapabilities {
     let mut meta = acp::Meta::new();
     meta.insert("terminal_output".into(), serde_json::json!(true));
     meta.insert("terminal-auth".into(), serde_json::json!(true));
-    editor_fs().terminal(true).meta(meta)
+    editor_fs().terminal(true).auth(acp::AuthCapabilities::new().terminal(true)).meta(meta)
 }
 
 /// A client with terminals but without Zed's `_meta` extension.
@@ -589,12 +596,39 @@ impl Setup {
             trusted: false,
             user_provider: false,
             project_files: Vec::new(),
+            user_config: String::new(),
+            env: Vec::new(),
+            targets: Vec::new(),
         }
     }
 
     /// Write `text` to `rel` in the project before the agent starts (and before `trusted` trusts it).
     pub fn project_file(mut self, rel: &str, text: &str) -> Self {
         self.project_files.push((rel.to_string(), text.to_string()));
+        self
+    }
+
+    /// Add lines to the user's config file (`{base_url}` stands for the fake model's URL).
+    pub fn user_config(mut self, toml: &str) -> Self {
+        self.user_config.push_str(toml);
+        self.user_config.push('\n');
+        self
+    }
+
+    /// Set (or, with `None`, remove) an environment variable of the agent.
+    pub fn env(mut self, name: &str, value: Option<&str>) -> Self {
+        self.env.push((name.to_string(), value.map(String::from)));
+        self
+    }
+
+    /// Configure no provider at all: only key variables and probes can find one.
+    pub fn unconfigured(self) -> Self {
+        self.env("TINYCODE_BASE_URL", None).env("TINYCODE_API_KEY", None).env("TINYCODE_MODEL", None)
+    }
+
+    /// Probe these loopback targets when nothing is configured.
+    pub fn probes(mut self, targets: Vec<tinycode::llm::detect::Target>) -> Self {
+        self.targets = targets;
         self
     }
 
@@ -639,9 +673,12 @@ impl Setup {
         } else {
             String::new()
         };
+        let extra = self.user_config.replace("{base_url}", &model.base_url);
         std::fs::write(
             config_home.join("tinycode/config.toml"),
-            format!("{provider}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"),
+            format!(
+                "{provider}{extra}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"
+            ),
         )
         .unwrap();
         if !self.project_config.is_empty() {
@@ -653,18 +690,24 @@ impl Setup {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
+        let mut sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
+        for (name, value) in &self.env {
+            match value {
+                Some(value) => sources.env.insert(name.clone(), value.replace("{base_url}", &model.base_url)),
+                None => sources.env.remove(name),
+            };
+        }
         if self.trusted {
             let trust = tinycode::config::trust::Trust::new(&sources);
             let loaded = tinycode::config::Config::load(&sources, &cwd, &trust).unwrap();
             trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
         }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
-        let manager = Manager::with_registry(sources, registry.clone());
+        let manager = Manager::with_registry(sources.clone(), registry.clone())
+            .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone()));
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        let user_provider = self.user_provider;
         Harness {
             root,
             cwd,
@@ -674,7 +717,8 @@ impl Setup {
             bus,
             capabilities: self.capabilities,
             registry,
-            user_provider,
+            sources,
+            targets: self.targets,
         }
     }
 }
@@ -741,13 +785,9 @@ impl Harness {
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
-        let sources = agent_sources(
-            self.user_provider,
-            &self.model.base_url,
-            &self.data,
-            &self.root.path().join("config"),
-        );
-        let client = TestClient::start(Manager::with_registry(sources, self.registry.clone())).await;
+        let manager = Manager::with_registry(self.sources.clone(), self.registry.clone())
+            .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone()));
+        let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
         client
     }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::ToolCall;
+use crate::llm::ToolCall;
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -39,19 +39,6 @@ fn id_of(delta: &Value) -> Option<String> {
         Some(Value::Number(n)) => Some(n.to_string()),
         _ => None,
     }
-}
-
-/// A 9-character alphanumeric id, acceptable to every provider (Mistral requires exactly this shape).
-pub fn generate_id() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut n = uuid::Uuid::new_v4().as_u128();
-    (0..9)
-        .map(|_| {
-            let c = ALPHABET[(n % ALPHABET.len() as u128) as usize] as char;
-            n /= ALPHABET.len() as u128;
-            c
-        })
-        .collect()
 }
 
 impl Assembler {
@@ -100,7 +87,7 @@ impl Assembler {
             .map(|slot| {
                 let arguments = slot.arguments.concat();
                 ToolCall {
-                    id: slot.id.unwrap_or_else(generate_id),
+                    id: slot.id.unwrap_or_else(crate::llm::ids::generate),
                     name: slot.name,
                     arguments: if arguments.trim().is_empty() { "{}".into() } else { arguments },
                 }

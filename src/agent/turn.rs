@@ -30,6 +30,7 @@ use crate::permission;
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
 use crate::tool::{self, Context, Progress, Registry};
+use crate::workspace::diagnostics::Checker;
 use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -108,6 +109,10 @@ pub struct Turn<'a> {
     pub control: Arc<Control>,
     /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
     pub switcher: Option<&'a dyn AgentSwitcher>,
+    /// Checks files after the file tools write them (language servers), when the user turned that on.
+    pub diagnostics: Option<Arc<dyn Checker>>,
+    /// Registered tools not offered in this session (a feature the user has not turned on).
+    pub hidden_tools: Vec<&'static str>,
 }
 
 /// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
@@ -145,6 +150,7 @@ impl Turn<'_> {
         self.registry
             .model_tools()
             .iter()
+            .filter(|d| !self.hidden_tools.contains(&d.id.as_str()))
             .map(|d| ToolSpec {
                 name: d.id.clone(),
                 description: d.description.clone(),
@@ -450,6 +456,7 @@ impl Turn<'_> {
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
             control: self.control.clone(),
+            diagnostics: self.diagnostics.clone(),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {

@@ -7,6 +7,8 @@
 pub mod access;
 pub mod apply_patch;
 pub mod change;
+pub mod diagnostics;
+pub mod discover;
 pub mod edit;
 pub mod glob;
 pub mod grep;
@@ -29,6 +31,8 @@ pub fn registry() -> Registry {
     registry.register(shell::bash::def());
     registry.register(glob::def());
     registry.register(grep::def());
+    registry.register(discover::def());
+    registry.register(diagnostics::def());
     registry.register(shell::monitor::def());
     registry.register(shell::shell_output::def());
     registry.register(shell::shell_tasks::def());
@@ -54,7 +58,7 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
         );
         assert!(outcome.is_error);
     }

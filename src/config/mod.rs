@@ -147,6 +147,88 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Language servers for diagnostics after edits (`[lsp]`); off unless a language is turned on.
+    pub lsp: LspConfig,
+}
+
+/// Languages whose diagnostics the agent may ask a language server for (`[lsp]` keys).
+pub const LSP_LANGUAGES: [&str; 5] = ["rust", "python", "typescript", "go", "c"];
+/// How long an edit waits for diagnostics when `[lsp] timeout_ms` is unset.
+pub const DEFAULT_LSP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The language servers turned on (`[lsp]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LspConfig {
+    /// By language (one of [`LSP_LANGUAGES`]): `None` uses the first known server found on `PATH`, `Some` the
+    /// command given (a name looked up on `PATH`, or an absolute path, then its arguments).
+    pub languages: BTreeMap<String, Option<Vec<String>>>,
+    /// The longest an edit waits for diagnostics.
+    pub timeout: Duration,
+}
+
+/// One language under `[lsp]`: `true`/`false`, or a table naming the server command.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+enum LspLanguage {
+    On(bool),
+    Server(LspServerLayer),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspServerLayer {
+    #[serde(default)]
+    enabled: Option<bool>,
+    command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspLayer {
+    timeout_ms: Option<u64>,
+    rust: Option<LspLanguage>,
+    python: Option<LspLanguage>,
+    typescript: Option<LspLanguage>,
+    go: Option<LspLanguage>,
+    #[serde(alias = "cpp")]
+    c: Option<LspLanguage>,
+}
+
+impl LspLayer {
+    fn under(self, lower: LspLayer) -> LspLayer {
+        LspLayer {
+            timeout_ms: self.timeout_ms.or(lower.timeout_ms),
+            rust: self.rust.or(lower.rust),
+            python: self.python.or(lower.python),
+            typescript: self.typescript.or(lower.typescript),
+            go: self.go.or(lower.go),
+            c: self.c.or(lower.c),
+        }
+    }
+
+    fn resolve(self) -> LspConfig {
+        let mut languages = BTreeMap::new();
+        for (name, setting) in [
+            ("rust", self.rust),
+            ("python", self.python),
+            ("typescript", self.typescript),
+            ("go", self.go),
+            ("c", self.c),
+        ] {
+            let server = match setting {
+                Some(LspLanguage::On(true)) => None,
+                Some(LspLanguage::Server(LspServerLayer { enabled: None | Some(true), command })) => {
+                    command.filter(|c| !c.is_empty())
+                }
+                _ => continue,
+            };
+            languages.insert(name.to_string(), server);
+        }
+        LspConfig {
+            languages,
+            timeout: self.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_LSP_TIMEOUT),
+        }
+    }
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
@@ -169,6 +251,7 @@ struct Layer {
     context_window: Option<u64>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    lsp: Option<LspLayer>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -262,6 +345,10 @@ impl Layer {
                 (a, b) => a.or(b),
             },
             shell: match (self.shell, lower.shell) {
+                (Some(a), Some(b)) => Some(a.under(b)),
+                (a, b) => a.or(b),
+            },
+            lsp: match (self.lsp, lower.lsp) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
@@ -447,6 +534,7 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
+            lsp: layer.lsp.unwrap_or_default().resolve(),
         }
     }
 }

@@ -173,8 +173,9 @@ impl Manager {
                 .with_environment(environment.clone()),
             ),
             tasks: Arc::new(
-                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment.clone()),
             ),
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment, &cwd)),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
             models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
@@ -337,9 +338,10 @@ impl Manager {
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
+        for session in &sessions {
             session.close();
         }
+        futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         if let Some(Ok(store)) = self.store.get()
             && let Err(e) = store.flush().await
         {

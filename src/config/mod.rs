@@ -769,6 +769,33 @@ mod tests {
     }
 
     #[test]
+    fn lsp_is_off_by_default_on_per_language_and_needs_trust_in_a_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
+        let s = sources(&[], Some(&home));
+        assert_eq!(load(&s, &cwd).unwrap().lsp, LspConfig { languages: BTreeMap::new(), timeout: DEFAULT_LSP_TIMEOUT });
+        write(&home.join("tinycode/config.toml"), "[lsp]\nrust = true\ngo = false\ntimeout_ms = 800\n[lsp.python]\ncommand = [\"ruff\", \"server\"]\n");
+        let user = load(&s, &cwd).unwrap().lsp;
+        let ruff = Some(vec!["ruff".to_string(), "server".to_string()]);
+        assert_eq!(
+            user,
+            LspConfig {
+                languages: BTreeMap::from([("python".to_string(), ruff.clone()), ("rust".to_string(), None)]),
+                timeout: Duration::from_millis(800),
+            }
+        );
+        write(&Config::project_file(&cwd), "[lsp]\ncpp = true\n[lsp.rust]\nenabled = false\n");
+        assert_eq!(load(&s, &cwd).unwrap().lsp, user, "untrusted: the project's [lsp] is ignored");
+        trust(&s, &cwd);
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp.languages,
+            BTreeMap::from([("c".to_string(), None), ("python".to_string(), ruff)])
+        );
+        write(&Config::project_file(&cwd), "[lsp]\nruby = true\n");
+        assert!(load(&s, &cwd).unwrap_err().to_string().contains("unknown field `ruby`"));
+    }
+
+    #[test]
     fn trust_follows_the_canonical_project_path_through_symlinks() {
         let dir = tempfile::tempdir().unwrap();
         let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));

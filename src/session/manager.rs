@@ -338,10 +338,11 @@ impl Manager {
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
+        // Language servers first, so their polite shutdown is awaited (close would start it in the background).
+        futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         for session in &sessions {
             session.close();
         }
-        futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         if let Some(Ok(store)) = self.store.get()
             && let Err(e) = store.flush().await
         {

@@ -267,13 +267,15 @@ fn bm25f(terms: &Terms, stats: &Stats, doc: &Fields) -> f64 {
     score + EXACT_BONUS * doc.exact as f64
 }
 
-/// The weighted number of distinct terms present in `counts`.
-fn distinct(terms: &Terms, counts: &[u32]) -> f64 {
-    counts.iter().zip(&terms.terms).filter(|(c, _)| **c > 0).map(|(_, t)| t.weight).sum()
+/// The number of distinct terms present in `counts`; with `weighted`, expansions count by their weight.
+fn distinct(terms: &Terms, counts: &[u32], weighted: bool) -> f64 {
+    let present = counts.iter().zip(&terms.terms).filter(|(c, _)| **c > 0);
+    present.map(|(_, t)| if weighted { t.weight } else { 1.0 }).sum()
 }
 
-/// The reference's thresholds on field hits (expansions count half): HIGH with an exact identifier, three
-/// content terms, two path terms and one content term, or a matching definition and two content terms.
+/// The reference's thresholds on field hits: HIGH with an exact identifier, three content terms, two path terms
+/// and one content term, or a matching definition and two content terms. Content hits on a concept's expansions
+/// count half (a page that mentions session, token and role is not HIGH for "auth" by that alone).
 fn relevance(exact: usize, content: f64, path: f64, symbol: f64) -> Option<Relevance> {
     if exact >= 1 || content >= 3.0 || (path >= 2.0 && content >= 1.0) || (symbol >= 1.0 && content >= 2.0) {
         Some(Relevance::High)
@@ -342,9 +344,9 @@ fn evaluate(file: &File, terms: &Terms, matcher: &Matcher, stats: &Stats, limits
     let score = bm25f(terms, stats, &fields);
     let relevance = relevance(
         exact,
-        distinct(terms, &content),
-        distinct(terms, &file.path_counts),
-        distinct(terms, &symbol_counts),
+        distinct(terms, &content, true),
+        distinct(terms, &file.path_counts, false),
+        distinct(terms, &symbol_counts, false),
     )?;
     let lines: Vec<u32> = defined.iter().map(|s| s.line).collect();
     Some(Hit {

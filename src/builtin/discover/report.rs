@@ -138,7 +138,7 @@ pub fn render(query: &str, shown_root: &str, findings: &Findings) -> String {
     let high = findings.hits.iter().filter(|h| h.relevance == Relevance::High).count();
     let mut out = format!("# Discovery: {query}\n");
     if findings.hits.is_empty() {
-        let _ = writeln!(out, "No relevant files found under {shown_root}.");
+        let _ = writeln!(out, "No relevant files found under `{shown_root}`.");
     } else {
         let key: Vec<&str> = clusters.iter().take(3).map(|c| c.name.as_str()).collect();
         let _ = writeln!(
@@ -170,7 +170,7 @@ pub fn render(query: &str, shown_root: &str, findings: &Findings) -> String {
         let shown = if cluster.files.len() < cluster.total {
             format!("{} of {} files shown", cluster.files.len(), cluster.total)
         } else {
-            format!("{} files", cluster.total)
+            format!("{} file{}", cluster.total, if cluster.total == 1 { "" } else { "s" })
         };
         let _ = writeln!(out, "{shown} ({} high relevance)", cluster.high);
         for hit in &cluster.files {

@@ -15,9 +15,9 @@ use tinycode::builtin::discover::{map, report, terms};
 const FILES: usize = 20_000;
 const RUNS: usize = 20;
 const WORDS: &[&str] = &[
-    "parse", "render", "buffer", "fetch", "compute", "layout", "widget", "stream", "encode", "decode", "index",
-    "matrix", "vector", "window", "frame", "codec", "pixel", "signal", "filter", "reduce", "merge", "split",
-    "config", "error", "request", "response", "handler", "cache", "queue", "worker",
+    "parse", "render", "buffer", "fetch", "compute", "layout", "widget", "stream", "encode", "decode",
+    "index", "matrix", "vector", "window", "frame", "codec", "pixel", "signal", "filter", "reduce", "merge",
+    "split", "config", "error", "request", "response", "handler", "cache", "queue", "worker",
 ];
 
 /// A tiny deterministic generator (xorshift), so every run maps the same tree.
@@ -47,11 +47,20 @@ fn body(rng: &mut Rng, ext: &str, special: Option<&str>) -> String {
             _ => format!("{a}_{b}_{n}"),
         };
         let _ = match ext {
-            "rs" => writeln!(out, "pub fn {name}(input: &str) -> usize {{\n    let {b} = input.len();\n    {b} * 2\n}}\n"),
+            "rs" => writeln!(
+                out,
+                "pub fn {name}(input: &str) -> usize {{\n    let {b} = input.len();\n    {b} * 2\n}}\n"
+            ),
             "py" => writeln!(out, "def {name}(value):\n    {b} = value * 2\n    return {b}\n"),
-            "ts" => writeln!(out, "export function {name}(value: number): number {{\n  const {b} = value * 2;\n  return {b};\n}}\n"),
+            "ts" => writeln!(
+                out,
+                "export function {name}(value: number): number {{\n  const {b} = value * 2;\n  return {b};\n}}\n"
+            ),
             "go" => writeln!(out, "func {name}(value int) int {{\n\t{b} := value * 2\n\treturn {b}\n}}\n"),
-            "java" => writeln!(out, "  public int {name}(int value) {{\n    int {b} = value * 2;\n    return {b};\n  }}\n"),
+            "java" => writeln!(
+                out,
+                "  public int {name}(int value) {{\n    int {b} = value * 2;\n    return {b};\n  }}\n"
+            ),
             "md" => writeln!(out, "## {a} {b}\n\nThe {a} step feeds the {b} stage of {name}.\n"),
             _ => writeln!(out, "{{\"{name}\": \"{a} {b}\"}},"),
         };
@@ -99,7 +108,11 @@ fn main() {
             root
         }
     };
-    for query in ["where is authentication handled", "database schema and migrations", "ToolRetryError propagation in the render loop"] {
+    for query in [
+        "where is authentication handled",
+        "database schema and migrations",
+        "ToolRetryError propagation in the render loop",
+    ] {
         let terms = terms::extract(query);
         let mut times = Vec::new();
         let mut last = None;

@@ -185,7 +185,14 @@ pub fn listing(report: &Report, cwd: &Path) -> String {
         let _ = writeln!(out, "{}:", shown(&file.path, cwd));
         for d in sorted.iter().take(MAX_LISTED_PER_FILE) {
             let code = d.code.as_deref().map(|c| format!(" {}", sanitize(c))).unwrap_or_default();
-            let _ = writeln!(out, "  L{}:{} {}{code}: {}", d.line, d.column, d.severity.label(), sanitize(&d.message));
+            let _ = writeln!(
+                out,
+                "  L{}:{} {}{code}: {}",
+                d.line,
+                d.column,
+                d.severity.label(),
+                sanitize(&d.message)
+            );
         }
         if sorted.len() > MAX_LISTED_PER_FILE {
             let _ = writeln!(out, "  ... and {} more", sorted.len() - MAX_LISTED_PER_FILE);
@@ -239,7 +246,14 @@ mod tests {
     use super::*;
 
     fn d(line: u32, severity: Severity, message: &str) -> Diagnostic {
-        Diagnostic { line, column: 5, severity, code: Some("E0308".into()), source: Some("rustc".into()), message: message.into() }
+        Diagnostic {
+            line,
+            column: 5,
+            severity,
+            code: Some("E0308".into()),
+            source: Some("rustc".into()),
+            message: message.into(),
+        }
     }
 
     #[test]
@@ -258,10 +272,19 @@ mod tests {
             files: vec![
                 FileDiagnostics {
                     path: "/w/src/a.rs".into(),
-                    diagnostics: vec![d(3, Severity::Warning, "unused"), d(7, Severity::Error, "mismatched types")],
+                    diagnostics: vec![
+                        d(3, Severity::Warning, "unused"),
+                        d(7, Severity::Error, "mismatched types"),
+                    ],
                 },
-                FileDiagnostics { path: "/w/src/b.rs".into(), diagnostics: vec![d(1, Severity::Error, "missing field")] },
-                FileDiagnostics { path: "/w/src/c.rs".into(), diagnostics: vec![d(1, Severity::Hint, "consider")] },
+                FileDiagnostics {
+                    path: "/w/src/b.rs".into(),
+                    diagnostics: vec![d(1, Severity::Error, "missing field")],
+                },
+                FileDiagnostics {
+                    path: "/w/src/c.rs".into(),
+                    diagnostics: vec![d(1, Severity::Hint, "consider")],
+                },
             ],
             notes: vec!["pending".into()],
         };
@@ -269,7 +292,10 @@ mod tests {
             after_write_block(&report, &["/w/src/a.rs".into()], cwd).unwrap(),
             "LSP errors detected in this file, please fix:\n<diagnostics file=\"src/a.rs\">\nERROR [7:5] [E0308] mismatched types\n</diagnostics>\nLSP errors detected in other files:\n<diagnostics file=\"src/b.rs\">\nERROR [1:5] [E0308] missing field\n</diagnostics>\nLSP: pending"
         );
-        let clean = Report { files: vec![FileDiagnostics { path: "/w/a.rs".into(), diagnostics: vec![] }], notes: vec![] };
+        let clean = Report {
+            files: vec![FileDiagnostics { path: "/w/a.rs".into(), diagnostics: vec![] }],
+            notes: vec![],
+        };
         assert_eq!(after_write_block(&clean, &["/w/a.rs".into()], cwd), None);
     }
 
@@ -279,7 +305,10 @@ mod tests {
             files: vec![
                 FileDiagnostics {
                     path: "/w/a.py".into(),
-                    diagnostics: vec![d(9, Severity::Warning, "unused import"), d(2, Severity::Error, "undefined name")],
+                    diagnostics: vec![
+                        d(9, Severity::Warning, "unused import"),
+                        d(2, Severity::Error, "undefined name"),
+                    ],
                 },
                 FileDiagnostics { path: "/w/b.py".into(), diagnostics: vec![] },
             ],
@@ -294,7 +323,10 @@ mod tests {
     #[test]
     fn many_errors_are_cut_with_a_count() {
         let many: Vec<Diagnostic> = (1..=25).map(|n| d(n, Severity::Error, "e")).collect();
-        let report = Report { files: vec![FileDiagnostics { path: "/w/a.rs".into(), diagnostics: many }], notes: vec![] };
+        let report = Report {
+            files: vec![FileDiagnostics { path: "/w/a.rs".into(), diagnostics: many }],
+            notes: vec![],
+        };
         let block = after_write_block(&report, &["/w/a.rs".into()], Path::new("/w")).unwrap();
         assert_eq!(block.lines().filter(|l| l.starts_with("ERROR")).count(), MAX_ERRORS_PER_FILE);
         assert!(block.contains("\n... and 5 more\n"), "{block}");

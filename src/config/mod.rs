@@ -773,8 +773,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
         let s = sources(&[], Some(&home));
-        assert_eq!(load(&s, &cwd).unwrap().lsp, LspConfig { languages: BTreeMap::new(), timeout: DEFAULT_LSP_TIMEOUT });
-        write(&home.join("tinycode/config.toml"), "[lsp]\nrust = true\ngo = false\ntimeout_ms = 800\n[lsp.python]\ncommand = [\"ruff\", \"server\"]\n");
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp,
+            LspConfig { languages: BTreeMap::new(), timeout: DEFAULT_LSP_TIMEOUT }
+        );
+        write(
+            &home.join("tinycode/config.toml"),
+            "[lsp]\nrust = true\ngo = false\ntimeout_ms = 800\n[lsp.python]\ncommand = [\"ruff\", \"server\"]\n",
+        );
         let user = load(&s, &cwd).unwrap().lsp;
         let ruff = Some(vec!["ruff".to_string(), "server".to_string()]);
         assert_eq!(

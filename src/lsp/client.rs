@@ -82,7 +82,9 @@ impl Shared {
                 Ok(Value::Array(vec![Value::Null; items]))
             }
             "workspace/workspaceFolders" => Ok(json!([{"uri": self.root_uri, "name": self.root_name}])),
-            "workspace/applyEdit" => Ok(json!({"applied": false, "failureReason": "this client does not apply server edits"})),
+            "workspace/applyEdit" => {
+                Ok(json!({"applied": false, "failureReason": "this client does not apply server edits"}))
+            }
             "window/workDoneProgress/create"
             | "client/registerCapability"
             | "client/unregisterCapability"
@@ -119,14 +121,18 @@ impl Shared {
                 let params = message.get("params").cloned().unwrap_or(Value::Null);
                 let reply = match self.answer(&method, &params) {
                     Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-                    Err((code, text)) => json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}}),
+                    Err((code, text)) => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}})
+                    }
                 };
                 self.send(&reply);
             }
             (Some(id), None) => {
                 let Some(waiter) = id.as_i64().and_then(|id| lock(&self.pending).remove(&id)) else { return };
                 let result = match message.get("error") {
-                    Some(error) => Err(error.get("message").and_then(Value::as_str).unwrap_or("error").to_string()),
+                    Some(error) => {
+                        Err(error.get("message").and_then(Value::as_str).unwrap_or("error").to_string())
+                    }
                     None => Ok(message.get("result").cloned().unwrap_or(Value::Null)),
                 };
                 let _ = waiter.send(result);
@@ -187,7 +193,12 @@ fn describe(status: std::io::Result<ExitStatus>) -> String {
 
 impl Client {
     /// Start `program args…` in `root` and wire up its pipes. The server is not initialized yet.
-    pub fn spawn(program: &Path, args: &[String], root: &Path, env: &Environment) -> std::io::Result<Arc<Client>> {
+    pub fn spawn(
+        program: &Path,
+        args: &[String],
+        root: &Path,
+        env: &Environment,
+    ) -> std::io::Result<Arc<Client>> {
         let (mut child, group) = process::spawn_server(program, args, root, env)?;
         let group = Arc::new(group);
         let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -256,7 +267,13 @@ impl Client {
             });
         }
         let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(Arc::new(Client { name, shared, next_id: AtomicI64::new(1), versions: Mutex::new(HashMap::new()), group }))
+        Ok(Arc::new(Client {
+            name,
+            shared,
+            next_id: AtomicI64::new(1),
+            versions: Mutex::new(HashMap::new()),
+            group,
+        }))
     }
 
     /// Why the server is gone (with the end of its stderr), or `None` while it runs.

@@ -41,7 +41,11 @@ pub async fn read<R: AsyncBufRead + Unpin>(reader: &mut R) -> Result<Option<Valu
         let mut line = String::new();
         let n = (&mut *reader).take(MAX_HEADER_LINE).read_line(&mut line).await?;
         if n == 0 {
-            return if first { Ok(None) } else { Err(FrameError::Header("the stream ended in the headers".into())) };
+            return if first {
+                Ok(None)
+            } else {
+                Err(FrameError::Header("the stream ended in the headers".into()))
+            };
         }
         first = false;
         if !line.ends_with('\n') {
@@ -76,7 +80,9 @@ mod tests {
     #[tokio::test]
     async fn frames_round_trip_with_extra_headers_in_any_case() {
         let mut bytes = encode(&json!({"a": 1}));
-        bytes.extend_from_slice(b"content-type: application/vscode-jsonrpc; charset=utf-8\r\nCONTENT-LENGTH: 2\r\n\r\n[]");
+        bytes.extend_from_slice(
+            b"content-type: application/vscode-jsonrpc; charset=utf-8\r\nCONTENT-LENGTH: 2\r\n\r\n[]",
+        );
         let mut reader = tokio::io::BufReader::new(bytes.as_slice());
         assert_eq!(read(&mut reader).await.unwrap(), Some(json!({"a": 1})));
         assert_eq!(read(&mut reader).await.unwrap(), Some(json!([])));

@@ -98,7 +98,8 @@ impl Service {
     fn disable(&self, language: &'static str, why: String) {
         if lock(&self.broken).insert(language) {
             tracing::warn!(language, %why, "language server disabled for the session");
-            lock(&self.notes).push(format!("{why} LSP diagnostics for {language} are off for the rest of this session."));
+            lock(&self.notes)
+                .push(format!("{why} LSP diagnostics for {language} are off for the rest of this session."));
         }
     }
 
@@ -115,8 +116,9 @@ impl Service {
         let path_var = self.environment.get("PATH");
         if let Some(command) = configured {
             let (program, args) = command.split_first().ok_or("an empty command")?;
-            let found = servers::find_program(program, path_var)
-                .ok_or_else(|| format!("The {} language server `{program}` was not found on PATH.", language.name))?;
+            let found = servers::find_program(program, path_var).ok_or_else(|| {
+                format!("The {} language server `{program}` was not found on PATH.", language.name)
+            })?;
             return Ok((found, args.to_vec()));
         }
         for candidate in language.servers {
@@ -163,8 +165,9 @@ impl Service {
     async fn start(&self, language: &'static Language, root: &Path) -> Result<Arc<Client>, String> {
         let (program, args) = self.command(language)?;
         let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let client = Client::spawn(&program, &args, root, &self.environment)
-            .map_err(|e| format!("The {} language server `{name}` could not be started: {e}.", language.name))?;
+        let client = Client::spawn(&program, &args, root, &self.environment).map_err(|e| {
+            format!("The {} language server `{name}` could not be started: {e}.", language.name)
+        })?;
         match tokio::time::timeout(INITIALIZE_TIMEOUT, client.initialize(root)).await {
             Ok(Ok(())) => Ok(client),
             Ok(Err(e)) => {
@@ -184,11 +187,16 @@ impl Service {
     }
 
     /// Wait (until `deadline`) for the server of `path`; `None` if it failed or is still starting.
-    async fn ready(self: &Arc<Self>, path: &Path, deadline: Instant) -> Option<(&'static Language, Arc<Client>)> {
+    async fn ready(
+        self: &Arc<Self>,
+        path: &Path,
+        deadline: Instant,
+    ) -> Option<(&'static Language, Arc<Client>)> {
         let language = self.language(path)?;
         let root = servers::root_for(language, path, &self.cwd);
         let mut slot = self.slot(language, root);
-        let settled = tokio::time::timeout_at(deadline, slot.wait_for(|s| !matches!(s, Slot::Starting))).await;
+        let settled =
+            tokio::time::timeout_at(deadline, slot.wait_for(|s| !matches!(s, Slot::Starting))).await;
         match settled.ok()?.ok()?.clone() {
             Slot::Ready(client) => Some((language, client)),
             Slot::Starting | Slot::Failed => None,
@@ -197,7 +205,12 @@ impl Service {
 
     /// Give `path`'s new text to its server and wait for its diagnostics until `deadline`. Returns the client
     /// when it answered in time (and had not stopped), or a note.
-    async fn check(self: &Arc<Self>, path: &Path, text: &str, deadline: Instant) -> Result<Arc<Client>, Option<String>> {
+    async fn check(
+        self: &Arc<Self>,
+        path: &Path,
+        text: &str,
+        deadline: Instant,
+    ) -> Result<Arc<Client>, Option<String>> {
         let Some(language) = self.language(path) else { return Err(None) };
         let Some((_, client)) = self.ready(path, deadline).await else {
             if lock(&self.broken).contains(language.name) {
@@ -212,7 +225,10 @@ impl Service {
         client.touch(path, text);
         let fresh = tokio::time::timeout_at(deadline, client.settle(path, mark, SETTLE)).await;
         if let Some(why) = client.gone() {
-            self.disable(language.name, format!("The {} language server `{}` stopped ({why}).", language.name, client.name));
+            self.disable(
+                language.name,
+                format!("The {} language server `{}` stopped ({why}).", language.name, client.name),
+            );
             return Err(None);
         }
         match fresh {
@@ -296,8 +312,13 @@ impl Service {
                 _ => {
                     let read = regular::read(path, MAX_OPEN_BYTES);
                     match read {
-                        Ok(read) if read.complete => self.check(path, &String::from_utf8_lossy(&read.bytes), deadline).await,
-                        Ok(_) => Err(Some(format!("{} is too large to open in a language server.", path.display()))),
+                        Ok(read) if read.complete => {
+                            self.check(path, &String::from_utf8_lossy(&read.bytes), deadline).await
+                        }
+                        Ok(_) => Err(Some(format!(
+                            "{} is too large to open in a language server.",
+                            path.display()
+                        ))),
                         Err(e) => Err(Some(format!("{} cannot be read: {e}.", path.display()))),
                     }
                 }

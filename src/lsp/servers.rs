@@ -23,17 +23,23 @@ pub struct Language {
 }
 
 pub const LANGUAGES: [Language; 5] = [
-    Language {
-        name: "rust",
-        extensions: &["rs"],
-        servers: &[&["rust-analyzer"]],
-        markers: &["Cargo.toml"],
-    },
+    Language { name: "rust", extensions: &["rs"], servers: &[&["rust-analyzer"]], markers: &["Cargo.toml"] },
     Language {
         name: "python",
         extensions: &["py", "pyi"],
-        servers: &[&["basedpyright-langserver", "--stdio"], &["pyright-langserver", "--stdio"], &["ruff", "server"]],
-        markers: &["pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "Pipfile", "pyrightconfig.json"],
+        servers: &[
+            &["basedpyright-langserver", "--stdio"],
+            &["pyright-langserver", "--stdio"],
+            &["ruff", "server"],
+        ],
+        markers: &[
+            "pyproject.toml",
+            "setup.py",
+            "setup.cfg",
+            "requirements.txt",
+            "Pipfile",
+            "pyrightconfig.json",
+        ],
     },
     Language {
         name: "typescript",

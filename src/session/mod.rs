@@ -316,11 +316,11 @@ impl Session {
         cancel: CancellationToken,
     ) -> Turn<'a> {
         self.lsp.configure(config.lsp.clone());
-        let diagnostics = self
-            .lsp
-            .enabled()
-            .then(|| Arc::new(lsp::Diagnostics(self.lsp.clone())) as Arc<dyn crate::workspace::diagnostics::Checker>);
-        let hidden_tools = if diagnostics.is_some() { Vec::new() } else { vec![crate::builtin::diagnostics::ID] };
+        let diagnostics = self.lsp.enabled().then(|| {
+            Arc::new(lsp::Diagnostics(self.lsp.clone())) as Arc<dyn crate::workspace::diagnostics::Checker>
+        });
+        let hidden_tools =
+            if diagnostics.is_some() { Vec::new() } else { vec![crate::builtin::diagnostics::ID] };
         Turn {
             session_id: &self.id,
             files: self.files.clone(),

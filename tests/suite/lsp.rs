@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::schema::PermissionOptionKind as K;
 use serde_json::{Value, json};
+use tinycode::acp::trust::{NOT_NOW, TRUST};
 
 use super::turn::{finished, stop, tool_result};
 use crate::support::client::{Answer, Harness, PATIENCE, Setup};
@@ -48,7 +49,9 @@ async fn wait_log(log: &Path, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
             tokio::task::yield_now().await;
         }
     };
-    tokio::time::timeout(PATIENCE, wait).await.unwrap_or_else(|_| panic!("log never got there: {:#?}", entries(log)))
+    tokio::time::timeout(PATIENCE, wait)
+        .await
+        .unwrap_or_else(|_| panic!("log never got there: {:#?}", entries(log)))
 }
 
 fn write(id: &str, path: &Path, content: &str) -> (String, String, String) {
@@ -56,7 +59,8 @@ fn write(id: &str, path: &Path, content: &str) -> (String, String, String) {
 }
 
 fn turns(steps: Vec<(String, String, String)>) -> Vec<Reply> {
-    let mut replies: Vec<Reply> = steps.iter().map(|(a, b, c)| calls(&[(a.as_str(), b.as_str(), c.as_str())])).collect();
+    let mut replies: Vec<Reply> =
+        steps.iter().map(|(a, b, c)| calls(&[(a.as_str(), b.as_str(), c.as_str())])).collect();
     replies.push(answer(&["done"]));
     replies
 }
@@ -75,7 +79,8 @@ async fn an_edit_result_carries_the_new_errors_of_the_file_and_of_other_files() 
     let (h, log, _logs) = start("publish", 5_000, vec![]).await;
     let lib = h.cwd.join("src/lib.rs");
     let first = "fn a() {}\nlet x = 1; // ERROR: mismatched types\n// WARN: unused\n";
-    let edit = json!({"file_path": lib, "old_string": "mismatched types", "new_string": "cannot find value"}).to_string();
+    let edit = json!({"file_path": lib, "old_string": "mismatched types", "new_string": "cannot find value"})
+        .to_string();
     h.model.script(vec![
         calls(&[("w", "write", &json!({"file_path": lib, "content": first}).to_string())]),
         calls(&[("e", "edit", &edit)]),
@@ -95,12 +100,17 @@ async fn an_edit_result_carries_the_new_errors_of_the_file_and_of_other_files() 
     );
     let edited = tool_result(&h.model.messages(2), "e");
     assert!(
-        edited.ends_with(&format!("<diagnostics file=\"src/lib.rs\">\nERROR [2:15] [E1] cannot find value\n</diagnostics>\n{other}")),
+        edited.ends_with(&format!(
+            "<diagnostics file=\"src/lib.rs\">\nERROR [2:15] [E1] cannot find value\n</diagnostics>\n{other}"
+        )),
         "{edited}"
     );
     let card = finished(&h.client.updates(&session), "e");
     assert_eq!(card["content"][0]["type"], "diff");
-    assert_eq!(card["content"][1]["content"]["text"].as_str().unwrap(), edited.split_once("\n\nLSP errors").map(|(_, b)| format!("LSP errors{b}")).unwrap());
+    assert_eq!(
+        card["content"][1]["content"]["text"].as_str().unwrap(),
+        edited.split_once("\n\nLSP errors").map(|(_, b)| format!("LSP errors{b}")).unwrap()
+    );
     assert!(tools_offered(&h).contains(&"diagnostics".to_string()));
 
     let methods: Vec<Value> = entries(&log).into_iter().filter(|e| e.get("start").is_none()).collect();
@@ -216,8 +226,13 @@ async fn an_untrusted_project_cannot_start_a_language_server() {
     let h = Setup::new(vec![]).config(&config).start().await;
     let file = h.cwd.join("a.rs");
     h.model.script(turns(vec![write("w", &file, "// ERROR: x\n")]));
-    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    h.client.answer_permissions(&[Answer::Option(NOT_NOW), Answer::Pick(K::AllowAlways)]);
     let session = h.session().await;
+    h.client
+        .wait_log("the trust question", |log| {
+            log.permission_requests.lock().unwrap().iter().any(|r| r.options[0].option_id.0.as_ref() == TRUST)
+        })
+        .await;
     h.client.prompt(&session, "write").await.unwrap();
     assert_eq!(tool_result(&h.model.messages(1), "w"), format!("Created {} (1 lines).", file.display()));
     assert!(!log.exists(), "the server never ran");

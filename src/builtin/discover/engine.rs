@@ -143,7 +143,11 @@ struct Stats {
 }
 
 /// Run `work` on every item with a few threads; stops taking items once `deadline` fires.
-fn parallel<T: Sync, R: Send>(items: &[T], deadline: &CancellationToken, work: impl Fn(&T) -> R + Sync) -> Vec<Option<R>> {
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    deadline: &CancellationToken,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<Option<R>> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 8);
@@ -236,7 +240,12 @@ fn stats(files: &[File], terms: &Terms) -> Stats {
         })
         .collect();
     let avg = |field: fn(&File) -> f64| scanned.iter().map(|f| field(f)).sum::<f64>() / n;
-    Stats { idf, avg_path: avg(|f| f.path_len).max(1.0), avg_content: avg(|f| f.content_len).max(1.0), avg_symbols: 8.0 }
+    Stats {
+        idf,
+        avg_path: avg(|f| f.path_len).max(1.0),
+        avg_content: avg(|f| f.content_len).max(1.0),
+        avg_symbols: 8.0,
+    }
 }
 
 /// One field's contribution to a term's pseudo-frequency.
@@ -316,7 +325,14 @@ fn context_lines(text: &str, matcher: &Matcher, defined: &[u32]) -> Vec<(u32, St
 }
 
 /// Read one candidate and rank it with all three fields.
-fn evaluate(file: &File, terms: &Terms, matcher: &Matcher, stats: &Stats, limits: &Limits, flag: &AtomicUsize) -> Option<Hit> {
+fn evaluate(
+    file: &File,
+    terms: &Terms,
+    matcher: &Matcher,
+    stats: &Stats,
+    limits: &Limits,
+    flag: &AtomicUsize,
+) -> Option<Hit> {
     let read = regular::read(&file.path, limits.read_cap).ok()?;
     let binary = is_binary(&read.bytes);
     let text = if binary { String::new() } else { String::from_utf8_lossy(&read.bytes).into_owned() };
@@ -359,18 +375,33 @@ fn evaluate(file: &File, terms: &Terms, matcher: &Matcher, stats: &Stats, limits
         first: defined.iter().take(2).cloned().collect(),
         matching,
         imports: symbols::imports(&text),
-        })
+    })
 }
 
 /// Rank `found` (the walk's files under `root`) for `terms`.
-pub fn discover(root: &Path, found: Vec<Found>, terms: &Terms, limits: &Limits, deadline: &Deadline) -> Findings {
+pub fn discover(
+    root: &Path,
+    found: Vec<Found>,
+    terms: &Terms,
+    limits: &Limits,
+    deadline: &Deadline,
+) -> Findings {
     let matcher = Matcher::new(terms);
     let mut files: Vec<File> = found
         .into_iter()
         .map(|f| {
             let rel = f.path.strip_prefix(root).unwrap_or(&f.path).to_path_buf();
             let (path_counts, path_len) = path_counts(&matcher, terms, &rel);
-            File { rel, path: f.path, len: f.len, path_counts, path_len, content: None, content_len: 0.0, exact: Vec::new() }
+            File {
+                rel,
+                path: f.path,
+                len: f.len,
+                path_counts,
+                path_len,
+                content: None,
+                content_len: 0.0,
+                exact: Vec::new(),
+            }
         })
         .collect();
     let mut findings = Findings { walked: files.len(), ..Findings::default() };
@@ -385,7 +416,12 @@ pub fn discover(root: &Path, found: Vec<Found>, terms: &Terms, limits: &Limits, 
             let exact = f.exact.iter().filter(|&&e| e).count();
             let any = exact > 0 || f.path_counts.iter().chain(content).any(|&c| c > 0);
             any.then(|| {
-                let fields = Fields { path: (&f.path_counts, f.path_len), content: (content, f.content_len), symbols: None, exact };
+                let fields = Fields {
+                    path: (&f.path_counts, f.path_len),
+                    content: (content, f.content_len),
+                    symbols: None,
+                    exact,
+                };
                 (bm25f(terms, &stats, &fields), i)
             })
         })

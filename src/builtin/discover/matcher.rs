@@ -83,7 +83,8 @@ mod tests {
     #[test]
     fn terms_count_where_they_start_a_word_or_a_camel_or_snake_sub_word() {
         let matcher = Matcher::new(&extract("token run"));
-        let text = b"HTTPToken accessToken access_token TokenStore tokens detokenize run_step truncate rerun RUN";
+        let text =
+            b"HTTPToken accessToken access_token TokenStore tokens detokenize run_step truncate rerun RUN";
         assert_eq!(matcher.count(text), vec![5, 2]);
     }
 

@@ -124,7 +124,8 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     };
     let (walk_root, walk_deadline) = (root.clone(), deadline.clone());
     let findings =
-        tokio::task::spawn_blocking(move || map(&walk_root, &terms, &Limits::default(), &walk_deadline)).await;
+        tokio::task::spawn_blocking(move || map(&walk_root, &terms, &Limits::default(), &walk_deadline))
+            .await;
     timer.abort();
     let findings = findings.map_err(|e| ToolError::execution(format!("discover failed: {e}")))?;
     if ctx.cancel.is_cancelled() {

@@ -97,8 +97,11 @@ fn tree(files: &[&Hit]) -> String {
 }
 
 fn symbol_list(symbols: &[super::symbols::Symbol]) -> String {
-    let mut shown: Vec<String> =
-        symbols.iter().take(MAX_SYMBOLS_SHOWN).map(|s| format!("{} {} (L{})", s.kind, s.name, s.line)).collect();
+    let mut shown: Vec<String> = symbols
+        .iter()
+        .take(MAX_SYMBOLS_SHOWN)
+        .map(|s| format!("{} {} (L{})", s.kind, s.name, s.line))
+        .collect();
     if symbols.len() > MAX_SYMBOLS_SHOWN {
         shown.push(format!("+{} more", symbols.len() - MAX_SYMBOLS_SHOWN));
     }
@@ -141,12 +144,14 @@ pub fn render(query: &str, shown_root: &str, findings: &Findings) -> String {
         let _ = writeln!(out, "No relevant files found under `{shown_root}`.");
     } else {
         let key: Vec<&str> = clusters.iter().take(3).map(|c| c.name.as_str()).collect();
+        let areas =
+            clusters.len() + overflow.iter().filter(|(n, _)| !clusters.iter().any(|c| &c.name == n)).count();
         let _ = writeln!(
             out,
-            "Found {} relevant files ({high} high, {} medium) in {} areas. Key: {}.",
+            "Found {} relevant files ({high} high, {} medium) in {areas} area{}. Key: {}.",
             findings.hits.len(),
             findings.hits.len() - high,
-            clusters.len() + overflow.iter().filter(|(n, _)| !clusters.iter().any(|c| &c.name == n)).count(),
+            if areas == 1 { "" } else { "s" },
             key.join(", ")
         );
     }
@@ -159,7 +164,9 @@ pub fn render(query: &str, shown_root: &str, findings: &Findings) -> String {
         findings.hits.len()
     );
     if findings.partial {
-        out.push_str("(Stopped at the time limit: the results are partial. Narrow the query or the directory.)\n");
+        out.push_str(
+            "(Stopped at the time limit: the results are partial. Narrow the query or the directory.)\n",
+        );
     }
     if reported.is_empty() {
         return out;

@@ -58,10 +58,13 @@ fn configuration(grammar: Grammar) -> Option<&'static TagsConfiguration> {
     static CONFIGS: [OnceLock<Option<TagsConfiguration>>; GRAMMARS] = [const { OnceLock::new() }; GRAMMARS];
     CONFIGS[grammar as usize]
         .get_or_init(|| {
-            let typescript = || format!("{}\n{}", tree_sitter_typescript::TAGS_QUERY, tree_sitter_javascript::TAGS_QUERY);
+            let typescript =
+                || format!("{}\n{}", tree_sitter_typescript::TAGS_QUERY, tree_sitter_javascript::TAGS_QUERY);
             let (language, query): (tree_sitter::Language, String) = match grammar {
                 Grammar::Rust => (tree_sitter_rust::LANGUAGE.into(), tree_sitter_rust::TAGS_QUERY.into()),
-                Grammar::Python => (tree_sitter_python::LANGUAGE.into(), tree_sitter_python::TAGS_QUERY.into()),
+                Grammar::Python => {
+                    (tree_sitter_python::LANGUAGE.into(), tree_sitter_python::TAGS_QUERY.into())
+                }
                 Grammar::TypeScript => (tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(), typescript()),
                 Grammar::Tsx => (tree_sitter_typescript::LANGUAGE_TSX.into(), typescript()),
                 Grammar::JavaScript => {
@@ -99,7 +102,11 @@ fn tagged(config: &TagsConfiguration, source: &[u8], cancel: &AtomicUsize) -> Op
             }
             let name = String::from_utf8_lossy(source.get(tag.name_range.clone())?).into_owned();
             let kind = config.syntax_type_name(tag.syntax_type_id).to_string();
-            symbols.push(Symbol { name, kind, line: u32::try_from(tag.span.start.row + 1).unwrap_or(u32::MAX) });
+            symbols.push(Symbol {
+                name,
+                kind,
+                line: u32::try_from(tag.span.start.row + 1).unwrap_or(u32::MAX),
+            });
             if symbols.len() == MAX_SYMBOLS {
                 break;
             }
@@ -216,17 +223,35 @@ mod tests {
             vec![s("Store", "class", 1), s("get", "function", 2), s("login", "function", 5)]
         );
         assert_eq!(
-            names("ts", "export interface Token { id: string }\nexport function verify(t: Token) {}\nclass Guard {}\n"),
+            names(
+                "ts",
+                "export interface Token { id: string }\nexport function verify(t: Token) {}\nclass Guard {}\n"
+            ),
             vec![s("Token", "interface", 1), s("verify", "function", 2), s("Guard", "class", 3)]
         );
         assert_eq!(
-            names("go", "package auth\n\nfunc Login() {}\n\ntype Store struct{}\n\nfunc (s *Store) Get() {}\n"),
+            names(
+                "go",
+                "package auth\n\nfunc Login() {}\n\ntype Store struct{}\n\nfunc (s *Store) Get() {}\n"
+            ),
             vec![s("Login", "function", 3), s("Store", "type", 5), s("Get", "method", 7)]
         );
-        assert_eq!(names("java", "class Auth {\n  void login() {}\n}\n"), vec![s("Auth", "class", 1), s("login", "method", 2)]);
-        assert_eq!(names("c", "struct token { int id; };\nint check_token(int t) { return t; }\n"), vec![s("token", "class", 1), s("check_token", "function", 2)]);
-        assert_eq!(names("cpp", "class Vault {};\nint open_vault() { return 0; }\n"), vec![s("Vault", "class", 1), s("open_vault", "function", 2)]);
-        assert_eq!(names("js", "function login() {}\nclass Session {}\n"), vec![s("login", "function", 1), s("Session", "class", 2)]);
+        assert_eq!(
+            names("java", "class Auth {\n  void login() {}\n}\n"),
+            vec![s("Auth", "class", 1), s("login", "method", 2)]
+        );
+        assert_eq!(
+            names("c", "struct token { int id; };\nint check_token(int t) { return t; }\n"),
+            vec![s("token", "class", 1), s("check_token", "function", 2)]
+        );
+        assert_eq!(
+            names("cpp", "class Vault {};\nint open_vault() { return 0; }\n"),
+            vec![s("Vault", "class", 1), s("open_vault", "function", 2)]
+        );
+        assert_eq!(
+            names("js", "function login() {}\nclass Session {}\n"),
+            vec![s("login", "function", 1), s("Session", "class", 2)]
+        );
     }
 
     #[test]
@@ -240,7 +265,9 @@ mod tests {
     #[test]
     fn imports_are_found_for_rust_python_javascript_and_go() {
         assert_eq!(
-            imports("use crate::auth::Session;\npub use std::sync::Arc;\nfrom os import path\nimport json\nimport { x } from \"./token\";\nconst y = require('jwt');\nimport \"fmt\"\n"),
+            imports(
+                "use crate::auth::Session;\npub use std::sync::Arc;\nfrom os import path\nimport json\nimport { x } from \"./token\";\nconst y = require('jwt');\nimport \"fmt\"\n"
+            ),
             vec!["crate::auth::Session", "std::sync::Arc", "os", "json", "./token", "jwt", "fmt"]
         );
     }

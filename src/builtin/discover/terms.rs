@@ -14,9 +14,9 @@ use regex::Regex;
 
 /// Extensions of the files `discover` considers (the reference's list plus common variants).
 pub const SOURCE_EXTENSIONS: &[&str] = &[
-    "py", "pyi", "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "go", "rs", "java", "rb", "php", "c", "cc",
-    "cpp", "cxx", "h", "hh", "hpp", "hxx", "cs", "swift", "kt", "scala", "lua", "sh", "bash", "zsh", "md", "txt",
-    "yaml", "yml", "toml", "json", "ini", "cfg", "conf", "sql",
+    "py", "pyi", "ts", "tsx", "mts", "cts", "js", "jsx", "mjs", "cjs", "go", "rs", "java", "rb", "php", "c",
+    "cc", "cpp", "cxx", "h", "hh", "hpp", "hxx", "cs", "swift", "kt", "scala", "lua", "sh", "bash", "zsh",
+    "md", "txt", "yaml", "yml", "toml", "json", "ini", "cfg", "conf", "sql",
 ];
 
 /// Extensions of documentation and data rather than code: read after code when the byte budget is short.
@@ -24,10 +24,47 @@ pub const DOC_EXTENSIONS: &[&str] = &["md", "txt", "yaml", "yml", "toml", "json"
 
 /// Words that say nothing about where code lives (the reference's 28, plus a few question words).
 pub const NOISE_WORDS: &[&str] = &[
-    "where", "what", "how", "the", "and", "are", "all", "code", "related", "find", "show", "module", "file",
-    "defined", "does", "this", "that", "which", "with", "for", "from", "about", "look", "get", "used", "using",
-    "implement", "implementation", "there", "when", "into", "have", "handled", "happens", "located", "lives",
-    "files", "work", "works", "done", "place",
+    "where",
+    "what",
+    "how",
+    "the",
+    "and",
+    "are",
+    "all",
+    "code",
+    "related",
+    "find",
+    "show",
+    "module",
+    "file",
+    "defined",
+    "does",
+    "this",
+    "that",
+    "which",
+    "with",
+    "for",
+    "from",
+    "about",
+    "look",
+    "get",
+    "used",
+    "using",
+    "implement",
+    "implementation",
+    "there",
+    "when",
+    "into",
+    "have",
+    "handled",
+    "happens",
+    "located",
+    "lives",
+    "files",
+    "work",
+    "works",
+    "done",
+    "place",
 ];
 
 /// A concept: the query words that reach it, and what it expands to. The first four expansions are also
@@ -39,28 +76,72 @@ struct Concept {
 
 const CONCEPTS: &[Concept] = &[
     Concept {
-        forms: &["auth", "authn", "authz", "authenticate", "authentication", "authorize", "authorization", "authorized", "authenticated"],
-        expansions: &["auth", "login", "session", "token", "jwt", "oauth", "credential", "permission", "role", "passport", "sso"],
+        forms: &[
+            "auth",
+            "authn",
+            "authz",
+            "authenticate",
+            "authentication",
+            "authorize",
+            "authorization",
+            "authorized",
+            "authenticated",
+        ],
+        expansions: &[
+            "auth",
+            "login",
+            "session",
+            "token",
+            "jwt",
+            "oauth",
+            "credential",
+            "permission",
+            "role",
+            "passport",
+            "sso",
+        ],
     },
     Concept {
         forms: &["database", "databases", "db"],
-        expansions: &["db", "database", "model", "schema", "migration", "orm", "query", "repository", "entity"],
+        expansions: &[
+            "db",
+            "database",
+            "model",
+            "schema",
+            "migration",
+            "orm",
+            "query",
+            "repository",
+            "entity",
+        ],
     },
     Concept {
         forms: &["api", "apis", "endpoint", "endpoints"],
-        expansions: &["api", "route", "endpoint", "controller", "handler", "middleware", "request", "response"],
+        expansions: &[
+            "api",
+            "route",
+            "endpoint",
+            "controller",
+            "handler",
+            "middleware",
+            "request",
+            "response",
+        ],
     },
     Concept { forms: &["test", "tests", "testing"], expansions: &["test", "spec", "fixture", "mock"] },
     Concept {
         forms: &["config", "configs", "configuration", "configure", "settings"],
         expansions: &["config", "settings", "env", "constant"],
     },
+    Concept { forms: &["error", "errors"], expansions: &["error", "exception", "fallback", "retry"] },
     Concept {
-        forms: &["error", "errors"],
-        expansions: &["error", "exception", "fallback", "retry"],
+        forms: &["cache", "caches", "caching", "cached"],
+        expansions: &["cache", "redis", "memcache", "store"],
     },
-    Concept { forms: &["cache", "caches", "caching", "cached"], expansions: &["cache", "redis", "memcache", "store"] },
-    Concept { forms: &["queue", "queues", "queued"], expansions: &["queue", "worker", "job", "task", "celery"] },
+    Concept {
+        forms: &["queue", "queues", "queued"],
+        expansions: &["queue", "worker", "job", "task", "celery"],
+    },
     Concept {
         forms: &["ontology", "ontologies"],
         expansions: &["relation", "graph", "edge", "node", "entity", "schema", "hierarchy", "taxonomy"],
@@ -71,11 +152,11 @@ const CONCEPTS: &[Concept] = &[
     },
     Concept { forms: &["tool", "tools"], expansions: &["tool", "command", "action", "executor"] },
     Concept { forms: &["agent", "agents"], expansions: &["agent", "loop", "step", "run", "execute"] },
-    Concept { forms: &["widget", "widgets", "gui"], expansions: &["ui", "widget", "panel", "render", "display", "screen"] },
     Concept {
-        forms: &["prompt", "prompts"],
-        expansions: &["prompt", "system", "template", "instruction"],
+        forms: &["widget", "widgets", "gui"],
+        expansions: &["ui", "widget", "panel", "render", "display", "screen"],
     },
+    Concept { forms: &["prompt", "prompts"], expansions: &["prompt", "system", "template", "instruction"] },
     Concept {
         forms: &["compaction", "compact", "compacting"],
         expansions: &["compact", "compaction", "summary", "summarize", "truncate"],
@@ -105,7 +186,8 @@ pub struct Terms {
 /// Weight of a concept's expansion relative to a word of the query.
 const EXPANSION_WEIGHT: f64 = 0.5;
 
-static WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]{2,}").unwrap_or_else(|_| unreachable!()));
+static WORD: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z_][A-Za-z0-9_]{2,}").unwrap_or_else(|_| unreachable!()));
 static EXACT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?:\.[a-z0-9]+)?|[A-Za-z_]\w*\.[A-Za-z]\w+)\b")
         .unwrap_or_else(|_| unreachable!())
@@ -118,7 +200,8 @@ pub fn sub_words(identifier: &str) -> Vec<String> {
     let mut previous: Option<char> = None;
     for c in identifier.chars() {
         let boundary = !c.is_ascii_alphanumeric()
-            || (c.is_ascii_uppercase() && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit()));
+            || (c.is_ascii_uppercase()
+                && previous.is_some_and(|p| p.is_ascii_lowercase() || p.is_ascii_digit()));
         if boundary && !current.is_empty() {
             words.push(std::mem::take(&mut current));
         }
@@ -225,8 +308,22 @@ mod tests {
         assert_eq!(
             words,
             vec![
-                "toolretryerror", "tool", "command", "action", "executor", "retry", "error", "exception",
-                "fallback", "propagate", "agent_loop", "agent", "loop", "step", "run", "execute"
+                "toolretryerror",
+                "tool",
+                "command",
+                "action",
+                "executor",
+                "retry",
+                "error",
+                "exception",
+                "fallback",
+                "propagate",
+                "agent_loop",
+                "agent",
+                "loop",
+                "step",
+                "run",
+                "execute"
             ]
         );
     }
@@ -237,7 +334,10 @@ mod tests {
         assert_eq!(words("typescript parser"), vec!["typescript", "parser"]);
         assert_eq!(words("author name"), vec!["author", "name"]);
         assert_eq!(words("authentication")[..3], ["authentication", "auth", "login"]);
-        assert_eq!(words("The configuration"), vec!["configuration", "config", "settings", "env", "constant"]);
+        assert_eq!(
+            words("The configuration"),
+            vec!["configuration", "config", "settings", "env", "constant"]
+        );
     }
 
     #[test]

@@ -28,8 +28,14 @@ fn auth_service() -> (tempfile::TempDir, PathBuf) {
             "src/middleware.rs",
             "pub fn authenticate(request: &Request) -> bool {\n    check_permission(request) && request.session().is_some()\n}\n\nfn check_permission(request: &Request) -> bool {\n    request.role() == \"admin\"\n}\n",
         ),
-        ("src/bin/auth_cli.rs", "fn main() {\n    println!(\"login as admin\");\n    run_auth();\n}\n\nfn run_auth() {}\n"),
-        ("src/billing/invoice.rs", "pub struct Invoice {\n    pub total: u64,\n}\n\npub fn charge(invoice: &Invoice) -> u64 {\n    invoice.total\n}\n"),
+        (
+            "src/bin/auth_cli.rs",
+            "fn main() {\n    println!(\"login as admin\");\n    run_auth();\n}\n\nfn run_auth() {}\n",
+        ),
+        (
+            "src/billing/invoice.rs",
+            "pub struct Invoice {\n    pub total: u64,\n}\n\npub fn charge(invoice: &Invoice) -> u64 {\n    invoice.total\n}\n",
+        ),
         ("README.md", "Written by the author. Billing and invoices.\n"),
         ("node_modules/auth/index.js", "function login() { return session; }\n"),
         ("target/debug/auth.rs", "fn login() {}\n"),

@@ -144,20 +144,21 @@ pub struct Walked {
     pub secret_files: usize,
 }
 
-/// Every regular file under `root` whose relative path passes `keep` (see [`visit`]).
+/// Every regular file under `root` whose relative path passes `keep` (the rules of [`visit`]), collected by the
+/// walking thread itself: handing each file to workers that only store it would cost more than it saves.
 pub fn files(
     root: &Path,
     max_depth: Option<usize>,
     keep: &(dyn Fn(&Path) -> bool + Sync),
     cancel: &CancellationToken,
 ) -> Walked {
-    let found = Mutex::new(Vec::new());
-    let secret_files = visit(root, max_depth, keep, cancel, &|hit| {
-        if let Ok(mut all) = found.lock() {
-            all.push(hit);
-        }
-    });
-    Walked { files: found.into_inner().unwrap_or_default(), secret_files }
+    if regular::is_virtual(root) {
+        return Walked::default();
+    }
+    let walk = Walk { root, max_depth, keep, cancel, secret: AtomicUsize::new(0) };
+    let found = std::cell::RefCell::new(Vec::new());
+    walk.run(&|hit| found.borrow_mut().push(hit));
+    Walked { files: found.into_inner(), secret_files: walk.secret.into_inner() }
 }
 
 #[cfg(test)]

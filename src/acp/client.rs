@@ -156,9 +156,11 @@ impl Approver for SessionClient {
                     },
                     _ => Reply::Cancelled,
                 },
+                // The editor could not ask: this call is refused (fail closed) and the turn goes on; only a
+                // `cancelled` outcome, which the editor sends for a cancelled turn, ends it.
                 Err(e) => {
-                    tracing::warn!(error = %e, "session/request_permission failed; ending the turn");
-                    Reply::Cancelled
+                    tracing::warn!(error = %e, "session/request_permission failed; rejecting the call");
+                    Reply::RejectOnce
                 }
             }
         })

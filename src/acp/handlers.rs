@@ -10,6 +10,7 @@ use std::sync::Arc;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::client::SessionClient;
@@ -338,11 +339,20 @@ pub fn prompt(
             }
         };
         let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
-        let reply = match session.prompt(parts, blocks).await {
-            Ok(stop) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
-            Err(e) => {
+        // A panic in the turn (tools have their own boundary) still answers the prompt instead of dropping it.
+        let turn = std::panic::AssertUnwindSafe(session.prompt(parts, blocks)).catch_unwind().await;
+        let reply = match turn {
+            Ok(Ok(stop)) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
+            Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
                 responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
+            }
+            Err(_) => {
+                tracing::error!(session = %session.id, "the turn crashed");
+                responder.respond_with_error(Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "The turn crashed inside the agent; the session is still open. Please report this.",
+                ))
             }
         };
         if let Err(e) = reply {

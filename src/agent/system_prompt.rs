@@ -33,7 +33,9 @@ pub fn agents_files(cwd: &Path) -> Vec<PathBuf> {
 }
 
 fn instructions(file: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(file).ok()?;
+    // Never a plain read: a hostile repository's AGENTS.md may be a FIFO or a link into /proc.
+    let read = crate::workspace::regular::read(file, MAX_AGENTS_MD_BYTES as u64 + 4).ok()?;
+    let text = String::from_utf8_lossy(&read.bytes);
     let text = crate::tool::truncate::floor_char_boundary(text.trim(), MAX_AGENTS_MD_BYTES);
     (!text.is_empty())
         .then(|| AGENTS_MD.replace("{{path}}", &file.display().to_string()).replace("{{content}}", text))

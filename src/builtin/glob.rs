@@ -56,8 +56,18 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     }
 }
 
+/// The longest glob pattern accepted (also for grep's `include`): 4 KiB, the longest path Linux takes. Far
+/// longer patterns (100,000 `*`) compile past the regex engine's size limit, where the matcher panics.
+pub const MAX_GLOB_PATTERN_BYTES: usize = 4096;
+
 /// A matcher for `pattern`, where `*` does not cross `/` but `**` does.
 pub fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+    if pattern.len() > MAX_GLOB_PATTERN_BYTES {
+        return Err(ToolError::retry(format!(
+            "the glob pattern is {} bytes long; the limit is {MAX_GLOB_PATTERN_BYTES} bytes",
+            pattern.len()
+        )));
+    }
     globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
@@ -185,6 +195,18 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
 mod tests {
     use super::*;
     use crate::workspace::walk::Found;
+
+    #[test]
+    fn patterns_at_the_length_limit_compile_and_longer_ones_are_refused_without_a_panic() {
+        let limit = MAX_GLOB_PATTERN_BYTES;
+        for shape in ["*", "?", "**/", "[!a]", "{a,b}", "\\*", "é"] {
+            let pattern: String = shape.repeat(limit / shape.len());
+            let compiled = std::panic::catch_unwind(|| compile(&pattern).map(|m| m.is_match("a/b")));
+            assert!(compiled.is_ok(), "`{shape}` x {} panicked", limit / shape.len());
+        }
+        let Err(ToolError::Retry(message)) = compile(&"*".repeat(100_000)) else { panic!("not refused") };
+        assert_eq!(message, "the glob pattern is 100000 bytes long; the limit is 4096 bytes");
+    }
 
     #[test]
     fn a_single_star_stays_in_one_directory_and_double_star_crosses() {

@@ -32,6 +32,8 @@ pub const MAX_GREP_MATCHES: usize = 500;
 pub const MAX_FILE_SIZE: u64 = 1024 * 1024;
 /// Matched lines are clamped to this many characters.
 const MAX_LINE_CHARS: usize = 2_000;
+/// The longest regex accepted: 16 KiB, room for a long alternation of names; longer ones only cost compile time.
+pub const MAX_PATTERN_BYTES: usize = 16 * 1024;
 
 pub fn def() -> Def {
     Def {
@@ -321,6 +323,12 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     let pattern = arg_str(&args, "pattern")?;
     if pattern.is_empty() {
         return Err(ToolError::retry("pattern must not be empty"));
+    }
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(ToolError::retry(format!(
+            "the pattern is {} bytes long; the limit is {MAX_PATTERN_BYTES} bytes",
+            pattern.len()
+        )));
     }
     let regex = compile(pattern)?;
     let cap = match arg_opt_u64(&args, "max_count")? {

@@ -59,10 +59,12 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     let shown = path.strip_prefix(cwd).map(Path::to_path_buf).unwrap_or_else(|_| path.clone());
     let title = match (offset, limit) {
         (0, None) => format!("Read {}", shown.display()),
-        (o, Some(l)) => format!("Read {} (lines {}-{})", shown.display(), o + 1, o + l),
-        (o, None) => format!("Read {} (from line {})", shown.display(), o + 1),
+        (o, Some(l)) => {
+            format!("Read {} (lines {}-{})", shown.display(), o.saturating_add(1), o.saturating_add(l))
+        }
+        (o, None) => format!("Read {} (from line {})", shown.display(), o.saturating_add(1)),
     };
-    let line = u32::try_from(offset + 1).unwrap_or(u32::MAX);
+    let line = u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX);
     Presentation {
         title,
         kind: Kind::Read,
@@ -239,7 +241,8 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
             path.display()
         )));
     }
-    let location = vec![Location::at_line(&path, u32::try_from(offset + 1).unwrap_or(u32::MAX))];
+    let location =
+        vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
     if let Some(mime) = image_mime(&path) {
         return image(&path, mime, location).await;
     }
@@ -268,6 +271,15 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_offset_and_limit_are_presented_without_overflowing() {
+        let shown =
+            present(&json!({"file_path": "a", "offset": u64::MAX, "limit": u64::MAX}), Path::new("/w"));
+        assert_eq!(shown.title, format!("Read a (lines {}-{})", u64::MAX, u64::MAX));
+        let shown = present(&json!({"file_path": "a", "offset": u64::MAX}), Path::new("/w"));
+        assert_eq!(shown.title, format!("Read a (from line {})", u64::MAX));
+    }
 
     #[test]
     fn lines_are_numbered_from_one_and_windowed_by_offset_and_limit() {

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use trust::{Request, Standing, Trust};
+pub mod web;
 
 /// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -252,6 +253,10 @@ struct Layer {
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     lsp: Option<LspLayer>,
+    /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
+    webfetch: Option<web::WebfetchSection>,
+    /// USER FILE ONLY: as `webfetch`.
+    websearch: Option<web::WebsearchSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -344,6 +349,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
                 (a, b) => a.or(b),
             },
+            webfetch: self.webfetch.or(lower.webfetch),
+            websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
@@ -392,6 +399,12 @@ impl Layer {
                 "ignoring [shell] env_keep in the project's config file; set it in your own config"
             );
         }
+        let (webfetch, websearch) = (self.webfetch.take(), self.websearch.take());
+        if webfetch.is_some() || websearch.is_some() {
+            tracing::warn!(
+                "[webfetch] and [websearch] are ignored in a project's config: only the user's own file may set them"
+            );
+        }
         self
     }
 
@@ -403,11 +416,27 @@ impl Layer {
 }
 
 /// A file's text, or `None` when it does not exist.
+/// Config files larger than this are refused.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Read a config file if there is one. Only a regular file is ever opened (a project's `config.toml` may be a
+/// FIFO or a link into `/proc`, which would block or never end), and at most [`MAX_CONFIG_BYTES`].
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    use crate::workspace::regular::{self, OpenError};
+    let refused = |message: String| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    };
+    match regular::read(path, MAX_CONFIG_BYTES) {
+        Ok(read) if !read.complete => {
+            Err(refused(format!("it is larger than {} KB", MAX_CONFIG_BYTES / 1024)))
+        }
+        Ok(read) => {
+            String::from_utf8(read.bytes).map(Some).map_err(|_| refused("it is not UTF-8 text".into()))
+        }
+        Err(OpenError::NotFound) => Ok(None),
+        Err(OpenError::NotRegular(kind)) => Err(refused(format!("{kind}, not a regular file"))),
+        Err(OpenError::Io(source)) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
     }
 }
 

@@ -205,7 +205,7 @@ pub enum Reply {
     AllowAlways,
     RejectOnce,
     RejectAlways,
-    /// The turn was cancelled while the question was open (or the client failed to answer).
+    /// The turn was cancelled while the question was open.
     Cancelled,
 }
 

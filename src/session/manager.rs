@@ -68,7 +68,12 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        Self::with_registry(sources, Arc::new(crate::builtin::registry()))
+        // The web tools' settings come from the user's own file and environment only, never a project's.
+        let web = crate::config::web::WebSettings::load(&sources).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "web tool settings ignored");
+            crate::config::web::WebSettings::default()
+        });
+        Self::with_registry(sources, Arc::new(crate::builtin::registry_with(&web)))
     }
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
@@ -99,7 +104,7 @@ impl Manager {
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
     pub fn database_path(&self) -> std::path::PathBuf {
-        self.sources.data_dir().join("tinycode.db")
+        crate::store::database_path(&self.sources.data_dir())
     }
 
     /// The store, opened on first use (on a blocking thread).

@@ -75,11 +75,17 @@ pub fn kill_every_descendant() {
     tree::kill_descendants(own_pid());
 }
 
-/// Install a panic hook that kills every child group before the default hook runs.
+/// Install a panic hook that kills every child group before the default hook runs, when the panic ends the
+/// process: a panic on the calling thread (the main thread, which runs the connection). A panic anywhere else
+/// ends only its own work (the tool boundary turns it into that call's error, tokio into a failed task), and
+/// the groups that work owned are killed as it unwinds; every other session's commands keep running.
 pub fn kill_children_on_panic() {
+    let main = std::thread::current().id();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        kill_all();
+        if std::thread::current().id() == main {
+            kill_all();
+        }
         previous(info);
     }));
 }
@@ -325,6 +331,19 @@ mod tests {
         };
         tokio::time::timeout(Duration::from_secs(5), gone).await.unwrap();
         assert!(!signal_group(pgid, 0), "the group left the registry");
+    }
+
+    #[tokio::test]
+    async fn a_panic_off_the_main_thread_leaves_every_command_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, group) = spawn("sleep 30", dir.path(), &Environment::default()).unwrap();
+        let pid = child.id().unwrap() as i32;
+        // This test's thread plays the main thread; the panic below happens elsewhere, as in a tool.
+        kill_children_on_panic();
+        let crashed = std::thread::spawn(|| panic!("a tool crashed")).join();
+        assert!(crashed.is_err());
+        assert!(running(pid), "the panic killed a command it did not own");
+        drop(group);
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! `permission::Service`.
 
 pub mod args;
+pub mod boundary;
 pub mod error;
 pub mod invalid;
 pub mod registry;

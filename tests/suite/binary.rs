@@ -1,7 +1,6 @@
 //! The real `tinycode` binary over stdio: a whole session through the SDK client, raw JSON-RPC robustness,
 //! stdout hygiene, exit on stdin EOF, and the headless `tinycode run`.
 
-use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -15,6 +14,7 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, answer, calls, status};
+use crate::support::schema::{From, Tap, tap};
 use crate::support::trees;
 
 /// How long killed processes get to disappear from the process table.
@@ -42,7 +42,10 @@ impl Env {
     }
 
     pub fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
+        // CI points `TINYCODE_BIN` at the release build to run these against what users get.
+        let binary =
+            std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
+        let mut command = Command::new(binary);
         command
             .args(args)
             .env_clear()
@@ -70,8 +73,8 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
     let env = Env::new();
     let model = FakeModel::start(vec![answer(&["Hi from ", "the binary"])]).await;
     let mut child = env.command(&model, &["acp"]).spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let frames = std::sync::Arc::new(Tap::default());
+    let (stdin, stdout) = tap(child.stdin.take().unwrap(), child.stdout.take().unwrap(), frames.clone());
     let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
     let seen = updates.clone();
     let cwd = env.cwd();
@@ -110,6 +113,7 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
     tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();
     assert!(status.success(), "{status:?}; stderr:\n{logs}");
     model.assert_done();
+    frames.assert_valid();
 }
 
 thread_local! {
@@ -117,11 +121,12 @@ thread_local! {
     static LOGS: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Raw JSON-RPC lines to and from the binary.
+/// Raw JSON-RPC lines to and from the binary, each checked against the ACP schema as it passes.
 struct Raw {
     child: Child,
     stdin: tokio::process::ChildStdin,
     stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    frames: Tap,
 }
 
 impl Raw {
@@ -144,7 +149,7 @@ impl Raw {
         }
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        Raw { child, stdin, stdout }
+        Raw { child, stdin, stdout, frames: Tap::default() }
     }
 
     /// What the last binary spawned on this thread wrote to stderr so far.
@@ -154,12 +159,21 @@ impl Raw {
     }
 
     async fn send(&mut self, line: &str) {
+        self.frames.line(From::Client, line);
+        self.frames.assert_valid();
+        self.send_unchecked(line).await;
+    }
+
+    /// Send a line that breaks the protocol on purpose.
+    async fn send_unchecked(&mut self, line: &str) {
         self.stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
         self.stdin.flush().await.unwrap();
     }
 
     async fn recv(&mut self) -> Value {
         let line = tokio::time::timeout(PATIENCE, self.stdout.next_line()).await.unwrap().unwrap().unwrap();
+        self.frames.line(From::Agent, &line);
+        self.frames.assert_valid();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
     }
 }
@@ -169,10 +183,10 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;
     let mut raw = Raw::spawn(env.command(&model, &["acp"]));
-    raw.send("this is not json").await;
+    raw.send_unchecked("this is not json").await;
     assert_eq!(
         raw.recv().await,
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"line": "this is not json"}}})
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"reason": "expected ident at line 1 column 2", "line": "this is not json"}}})
     );
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     let init = raw.recv().await;
@@ -183,12 +197,12 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
         json!({"image": true, "audio": false, "embeddedContext": true})
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
-    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
+    raw.send_unchecked(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
     assert_eq!(
         raw.recv().await,
         json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found", "data": "no/such_method"}})
     );
-    raw.send(r#"{"jsonrpc":"2.0","method":"_unknown/notification","params":{}}"#).await;
+    raw.send_unchecked(r#"{"jsonrpc":"2.0","method":"_unknown/notification","params":{}}"#).await;
     raw.send(
         r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_x","prompt":[]}}"#,
     )
@@ -207,13 +221,37 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
 }
 
 #[tokio::test]
+async fn invalid_utf8_and_a_ten_megabyte_garbage_line_get_small_errors_and_the_binary_keeps_serving() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    let mut frame = br#"{"jsonrpc":"2.0","id":1,"method":"x"#.to_vec();
+    frame.extend_from_slice(b"\xff\"}\n");
+    raw.stdin.write_all(&frame).await.unwrap();
+    let answer = raw.recv().await;
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&json!(1), &json!(-32700)));
+    let garbage = "garbage ".repeat(10 * 1024 * 1024 / 8);
+    raw.stdin.write_all(format!("{garbage}\n").as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(PATIENCE, raw.stdout.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(line.len() < 1500, "the error frame is {} bytes", line.len());
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&Value::Null, &json!(-32700)));
+    assert_eq!(answer["error"]["data"]["truncated"], true);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["result"]["agentInfo"]["name"], "tinycode");
+    drop(raw.stdin);
+    let status = wait_exit(&mut raw.child).await;
+    assert!(status.success(), "{status:?}; stderr:\n{}", Raw::logs());
+}
+
+#[tokio::test]
 async fn the_agent_exits_cleanly_when_the_editor_closes_stdout_before_stdin() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;
     let mut raw = Raw::spawn(env.command(&model, &["acp"]));
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     assert_eq!(raw.recv().await["id"], 1);
-    let Raw { mut child, mut stdin, stdout } = raw;
+    let Raw { mut child, mut stdin, stdout, .. } = raw;
     drop(stdout);
     let cwd = env.cwd();
     for id in 2..5 {
@@ -307,30 +345,14 @@ async fn tinycode_run_exits_non_zero_with_the_cause_when_the_provider_fails() {
     );
 }
 
-#[tokio::test]
-async fn the_command_line_explains_itself_and_rejects_unknown_usage() {
-    let env = Env::new();
-    let model = FakeModel::start(vec![]).await;
-    let (status, _, stderr) = run_headless(&env, &model, &["frobnicate"]).await;
-    assert_eq!(status.code(), Some(2));
-    assert!(stderr.starts_with("tinycode: a coding agent"), "{stderr}");
-    let (status, _, stderr) = run_headless(&env, &model, &["run"]).await;
-    assert_eq!(status.code(), Some(2));
-    assert!(stderr.starts_with("error: run needs a prompt"), "{stderr}");
-    let (status, _, stderr) = run_headless(&env, &model, &["--version"]).await;
-    assert!(status.success());
-    assert_eq!(stderr, format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
-    let _ = Path::new("");
-}
-
 /// Start the binary with `command` and run one prompt whose tool calls are all allowed; returns once the prompt
 /// has answered. The connection stays open until the returned sender is dropped.
 async fn drive_binary(
     mut command: Command,
 ) -> (Child, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
     let mut child = command.spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let frames = std::sync::Arc::new(Tap::default());
+    let (stdin, stdout) = tap(child.stdin.take().unwrap(), child.stdout.take().unwrap(), frames.clone());
     let cwd = command.as_std().get_current_dir().unwrap().to_path_buf();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
     let (answered_tx, answered_rx) = tokio::sync::oneshot::channel::<()>();
@@ -365,6 +387,7 @@ async fn drive_binary(
                 Ok(())
             })
             .await;
+        frames.assert_valid();
     });
     tokio::time::timeout(PATIENCE, answered_rx).await.expect("the prompt was answered").unwrap();
     (child, done_tx, driver)

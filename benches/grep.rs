@@ -50,6 +50,7 @@ async fn main() {
         terminals: None,
         control: Default::default(),
         diagnostics: None,
+        subagents: None,
     };
     let before = peak_rss_mb();
     let start = Instant::now();

@@ -45,6 +45,7 @@ async fn main() {
         terminals: None,
         control: Default::default(),
         diagnostics: None,
+        subagents: None,
     };
     const RUNS: usize = 200;
     let mut raw = Vec::new();

@@ -126,6 +126,7 @@ async fn main() {
         diagnostics: None,
         terminals: None,
         control: Default::default(),
+        subagents: None,
     };
     let fetch = |n: usize| json!({"url": server.url(&format!("/guide?run={n}"))});
 

@@ -68,6 +68,26 @@ pub fn user_message(message_id: &str, blocks: &serde_json::Value) -> Vec<acp::Se
 
 /// The `session/update`s for one agent event. Compactions are rendered by the caller, which knows whether the
 /// client takes `compaction_update`.
+/// A subagent's update shown at the top level: tagged with the `task` call it belongs to.
+pub fn lifted(update: acp::SessionUpdate, parent_call_id: &str) -> acp::SessionUpdate {
+    let tag = |meta: Option<acp::Meta>| {
+        let mut meta = meta.unwrap_or_default();
+        meta.insert("tinycode".into(), serde_json::json!({"parentToolCallId": parent_call_id}));
+        meta
+    };
+    match update {
+        acp::SessionUpdate::ToolCall(call) => {
+            let meta = tag(call.meta.clone());
+            acp::SessionUpdate::ToolCall(call.meta(meta))
+        }
+        acp::SessionUpdate::ToolCallUpdate(call) => {
+            let meta = tag(call.meta.clone());
+            acp::SessionUpdate::ToolCallUpdate(call.meta(meta))
+        }
+        other => other,
+    }
+}
+
 pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
     vec![match event {
         AgentEvent::UserMessage { message_id, blocks } => return user_message(&message_id, &blocks),
@@ -78,6 +98,22 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
             acp::SessionUpdate::UsageUpdate(acp::UsageUpdate::new(used, size))
         }
         AgentEvent::Plan { items } => acp::SessionUpdate::Plan(plan(&items)),
+        AgentEvent::SubagentProgress { call_id, child_session_id, agent, depth, lines } => {
+            let meta =
+                serde_json::json!({"childSessionId": child_session_id, "depth": depth, "agent": agent});
+            let mut tinycode = acp::Meta::new();
+            tinycode.insert("tinycode".into(), meta);
+            acp::SessionUpdate::ToolCallUpdate(
+                acp::ToolCallUpdate::new(
+                    call_id,
+                    acp::ToolCallUpdateFields::new().content(vec![content(&Content::Text(lines.join("\n")))]),
+                )
+                .meta(tinycode),
+            )
+        }
+        AgentEvent::Lifted { parent_call_id, event } => {
+            return update(*event).into_iter().map(|u| lifted(u, &parent_call_id)).collect();
+        }
         AgentEvent::Compaction { compaction_id, status, summary } => {
             let text = match (status, summary) {
                 (crate::agent::event::CompactionStatus::Started, _) => {
@@ -109,6 +145,16 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
                 .raw_input(raw_input);
             acp::SessionUpdate::ToolCall(call)
         }
+        AgentEvent::ToolCallRevised { call_id, presentation } => {
+            let mut fields = acp::ToolCallUpdateFields::new()
+                .title(presentation.title)
+                .kind(kind(presentation.kind))
+                .content(contents(&presentation.content));
+            if !presentation.locations.is_empty() {
+                fields = fields.locations(locations(&presentation.locations));
+            }
+            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
+        }
         AgentEvent::ToolCallRunning { call_id } => {
             acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
                 call_id,
@@ -125,20 +171,36 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
             acp::ToolCallUpdate::new(call_id, acp::ToolCallUpdateFields::new().content(contents(&items))),
         ),
         AgentEvent::ToolCallFinished { call_id, status, output, display, locations: locs, raw_output } => {
-            let status = match status {
-                ToolStatus::Completed => acp::ToolCallStatus::Completed,
-                ToolStatus::Failed => acp::ToolCallStatus::Failed,
-            };
-            let shown =
-                if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
-            let mut fields =
-                acp::ToolCallUpdateFields::new().status(status).content(shown).raw_output(raw_output);
-            if !locs.is_empty() {
-                fields = fields.locations(locations(&locs));
-            }
-            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
+            finished(call_id, status, output, display, locs, raw_output, true)
         }
     }]
+}
+
+/// The update that completes a call; without `content` when the card already shows what the result would
+/// (ACP keeps content an update leaves out).
+pub fn finished(
+    call_id: String,
+    status: ToolStatus,
+    output: String,
+    display: Vec<Content>,
+    locs: Vec<Location>,
+    raw_output: serde_json::Value,
+    with_content: bool,
+) -> acp::SessionUpdate {
+    let status = match status {
+        ToolStatus::Completed => acp::ToolCallStatus::Completed,
+        ToolStatus::Failed => acp::ToolCallStatus::Failed,
+    };
+    let mut fields = acp::ToolCallUpdateFields::new().status(status).raw_output(raw_output);
+    if with_content {
+        let shown =
+            if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
+        fields = fields.content(shown);
+    }
+    if !locs.is_empty() {
+        fields = fields.locations(locations(&locs));
+    }
+    acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
 }
 
 /// A plan update from the to-do list (`done` → completed, `normal` → medium).

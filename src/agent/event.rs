@@ -33,6 +33,8 @@ pub enum AgentEvent {
     ThoughtChunk { message_id: String, text: String },
     /// A tool call was requested (it may still wait for permission).
     ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
+    /// The call's presentation after a slow preview (title, locations and content replace the started ones).
+    ToolCallRevised { call_id: String, presentation: Presentation },
     /// Permission was granted and the tool is running.
     ToolCallRunning { call_id: String },
     /// Incremental output of a running tool (only the new part).
@@ -47,6 +49,18 @@ pub enum AgentEvent {
     Plan { items: Value },
     /// Older history is being (or was) summarised.
     Compaction { compaction_id: String, status: CompactionStatus, summary: Option<String> },
+    /// A subagent's progress, shown in this session's `task` call `call_id`: the whole list every time (a
+    /// tool call's content is replaced, never appended to).
+    SubagentProgress {
+        call_id: String,
+        child_session_id: String,
+        agent: String,
+        depth: u32,
+        lines: Vec<String>,
+    },
+    /// A subagent's tool call shown at the top level of this session (its edits, commands and permission asks,
+    /// so they can be reviewed and answered); `parent_call_id` is the `task` call that started the subagent.
+    Lifted { parent_call_id: String, event: Box<AgentEvent> },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,
@@ -61,6 +75,8 @@ pub enum AgentEvent {
 /// Where a turn's events go. Implementations must not block: they enqueue and return.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: AgentEvent);
+    /// Send anything held back (a sink may join streamed text); called when a model's stream ends.
+    fn flush(&self) {}
 }
 
 /// A sink that keeps every event; used by tests and by headless callers that inspect the transcript.

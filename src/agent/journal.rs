@@ -99,6 +99,12 @@ impl Journal {
         self.write("tool_start", vec![part("tool_start", data)]);
     }
 
+    /// The presentation a slow preview produced for a call already started.
+    pub fn tool_revised(&self, ui_id: &str, presentation: &Presentation) {
+        let data = json!({"uiId": ui_id, "presentation": presentation});
+        self.write("tool_revise", vec![part("tool_revise", data)]);
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn tool_finished(&self, call_id: &str, ui_id: &str, content: &str, failed: bool, event: &AgentEvent) {
         let (display, locations, raw_output) = match event {
@@ -116,13 +122,20 @@ impl Journal {
 
     /// One response's token usage.
     pub fn usage(&self, model: &str, usage: &crate::llm::Usage) {
+        self.usage_via(model, usage, None);
+    }
+
+    /// Token usage of a response, made by the subagent `via` when set (it counts towards this session's total,
+    /// not towards its context).
+    pub fn usage_via(&self, model: &str, usage: &crate::llm::Usage, via: Option<&str>) {
         let (session, model, at) = (self.session_id.clone(), model.to_string(), crate::clock::now_millis());
+        let via = via.map(str::to_string);
         let tokens = [usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens]
             .map(|t| t as i64);
         self.store.submit("token usage", move |c| {
             c.execute(
-                "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                rusqlite::params![session, model, tokens[0], tokens[1], tokens[2], tokens[3], at],
+                "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens, created_at, via) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                rusqlite::params![session, model, tokens[0], tokens[1], tokens[2], tokens[3], at, via],
             )
             .map(|_| ())
         });
@@ -287,6 +300,10 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                         raw_input: data["rawInput"].clone(),
                     });
                 }
+                "tool_revise" => events.push(AgentEvent::ToolCallRevised {
+                    call_id: text_of(data, "uiId"),
+                    presentation: serde_json::from_value(data["presentation"].clone()).unwrap_or_default(),
+                }),
                 "tool_result" => {
                     let ui_id = text_of(data, "uiId");
                     finished.insert(ui_id.clone(), true);

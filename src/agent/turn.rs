@@ -29,6 +29,7 @@ use crate::llm::{
 use crate::permission;
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
+use crate::tool::subagent::Subagents;
 use crate::tool::{self, Context, Progress, Registry};
 use crate::workspace::diagnostics::Checker;
 use crate::workspace::files::Files;
@@ -113,12 +114,23 @@ pub struct Turn<'a> {
     pub diagnostics: Option<Arc<dyn Checker>>,
     /// Registered tools not offered in this session (a feature the user has not turned on).
     pub hidden_tools: Vec<&'static str>,
+    /// How deep this session is nested below the user's (0 for the user's own session).
+    pub depth: u32,
+    /// Runs the `task` calls of this session.
+    pub subagents: Option<Arc<dyn Subagents>>,
+    /// A subagent's own instructions, added to the system prompt.
+    pub instructions: Option<String>,
+    /// The journals of the sessions above a subagent: its token usage counts towards theirs too.
+    pub usage_also: Vec<Journal>,
 }
 
 /// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
 pub trait AgentSwitcher: Send + Sync {
     fn switch_agent(&self, agent: &str);
 }
+
+/// The tool whose description lists the agents it may start.
+const TASK_TOOL: &str = "task";
 
 fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
@@ -151,12 +163,27 @@ impl Turn<'_> {
             .model_tools()
             .iter()
             .filter(|d| !self.hidden_tools.contains(&d.id.as_str()))
-            .map(|d| ToolSpec {
-                name: d.id.clone(),
-                description: d.description.clone(),
-                parameters: d.parameters.clone(),
+            .map(|d| {
+                let mut description = d.description.clone();
+                // The agents `task` may start depend on the session (its configuration, its project).
+                if d.id == TASK_TOOL
+                    && let Some(subagents) = &self.subagents
+                {
+                    description.push_str(&subagents.catalogue());
+                }
+                ToolSpec { name: d.id.clone(), description, parameters: d.parameters.clone() }
             })
             .collect()
+    }
+
+    /// The system prompt for the mode, with a subagent's own instructions at the end.
+    fn system_prompt(&self, plan_mode: bool) -> String {
+        let mut system = system_prompt::build(self.cwd, SystemTime::now(), plan_mode);
+        if let Some(instructions) = &self.instructions {
+            system.push_str("\n\n");
+            system.push_str(instructions);
+        }
+        system
     }
 
     fn journal(&self) -> Option<&Journal> {
@@ -174,7 +201,7 @@ impl Turn<'_> {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
-        let mut system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
+        let mut system = self.system_prompt(self.plan_mode);
         let tools = self.tool_specs();
         let mut requests = 0;
         let mut compacted_on_overflow = false;
@@ -245,7 +272,7 @@ impl Turn<'_> {
         if let Some(switcher) = self.switcher {
             switcher.switch_agent(agent);
         }
-        *system = system_prompt::build(self.cwd, SystemTime::now(), agent == "plan");
+        *system = self.system_prompt(agent == "plan");
     }
 
     /// A message from the agent itself (a question the editor could not ask): shown, saved and remembered.
@@ -279,10 +306,16 @@ impl Turn<'_> {
     /// Background tasks that finished since the last request are told to the model.
     fn deliver_notes(&self, history: &mut History) {
         let notes = self.tasks.take_notes();
-        if notes.is_empty() {
+        let finished = self.subagents.as_ref().map(|s| s.take_notes()).unwrap_or_default();
+        let mut blocks = Vec::new();
+        if !notes.is_empty() {
+            blocks.push(format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n")));
+        }
+        blocks.extend(finished);
+        if blocks.is_empty() {
             return;
         }
-        let text = format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n"));
+        let text = blocks.join("\n\n");
         if let Some(journal) = self.journal() {
             journal.note(&text);
         }
@@ -351,6 +384,7 @@ impl Turn<'_> {
             }
         };
         let result = self.model.stream(request, &on_delta, &self.cancel).await;
+        self.sink.flush();
         let partial = shown.into_inner().unwrap_or_default();
         let keep_partial = |history: &mut History| {
             if !partial.is_empty() {
@@ -407,6 +441,9 @@ impl Turn<'_> {
                 if let Some(journal) = self.journal() {
                     journal.usage(&self.model_name, &usage);
                 }
+                for ancestor in &self.usage_also {
+                    ancestor.usage_via(&self.model_name, &usage, Some(self.session_id));
+                }
                 usage.input_tokens + usage.output_tokens
             }
             None => compaction::request_tokens(request) + compaction::estimate_tokens(response.text.len()),
@@ -447,7 +484,7 @@ impl Turn<'_> {
             directory: self.cwd.to_path_buf(),
             perms: self.perms.clone(),
             bus: self.bus.clone(),
-            subagent_depth: 0,
+            subagent_depth: self.depth,
             after_hook: None,
             cancel: self.cancel.clone(),
             output_dir: self.config.data_dir.join("tool-output"),
@@ -457,6 +494,7 @@ impl Turn<'_> {
             terminals: self.terminals.clone(),
             control: self.control.clone(),
             diagnostics: self.diagnostics.clone(),
+            subagents: self.subagents.clone(),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {
@@ -469,6 +507,12 @@ impl Turn<'_> {
                             presentation,
                             raw_input: raw_input.clone(),
                         }
+                    }
+                    Progress::Revised(presentation) => {
+                        if let Some(journal) = &journal {
+                            journal.tool_revised(&ui, &presentation);
+                        }
+                        AgentEvent::ToolCallRevised { call_id: ui.clone(), presentation }
                     }
                     Progress::Running => AgentEvent::ToolCallRunning { call_id: ui.clone() },
                     Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: ui.clone(), text },

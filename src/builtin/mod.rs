@@ -16,6 +16,7 @@ pub mod plan_switch;
 pub mod question;
 pub mod read;
 pub mod shell;
+pub mod task;
 pub mod todowrite;
 pub mod webfetch;
 pub mod websearch;
@@ -52,6 +53,7 @@ pub fn registry_with(web: &WebSettings) -> Registry {
     registry.register(shell::kill_shell::def());
     registry.register(todowrite::def());
     registry.register(question::def());
+    registry.register(task::def());
     let allowed = web.allow_private.iter().map(|p| Allowed { host: p.host.clone(), port: p.port }).collect();
     registry.register(webfetch::def(Arc::new(webfetch::WebFetch::new(Policy::new(allowed)))));
     if let Some(search) = &web.search {
@@ -77,7 +79,7 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, webfetch, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
         );
         assert!(outcome.is_error);
     }

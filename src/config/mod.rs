@@ -150,6 +150,8 @@ pub struct Config {
     pub permission_rules: Vec<crate::permission::Rule>,
     /// Language servers for diagnostics after edits (`[lsp]`); off unless a language is turned on.
     pub lsp: LspConfig,
+    /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
+    pub max_diff_bytes: usize,
 }
 
 /// Languages whose diagnostics the agent may ask a language server for (`[lsp]` keys).
@@ -250,6 +252,7 @@ struct Layer {
     shell: Option<ShellLayer>,
     models: Option<Vec<String>>,
     context_window: Option<u64>,
+    max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     lsp: Option<LspLayer>,
@@ -343,6 +346,7 @@ impl Layer {
             formatters: merge_maps(self.formatters, lower.formatters),
             models: self.models.or(lower.models),
             context_window: self.context_window.or(lower.context_window),
+            max_diff_bytes: self.max_diff_bytes.or(lower.max_diff_bytes),
             default_mode: self.default_mode.or(lower.default_mode),
             // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
             permission: match (self.permission, lower.permission) {
@@ -564,6 +568,7 @@ impl Config {
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
             lsp: layer.lsp.unwrap_or_default().resolve(),
+            max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
         }
     }
 }

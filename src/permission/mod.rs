@@ -350,6 +350,16 @@ impl Service {
         *write(&self.config_rules) = rules;
     }
 
+    /// Who answers this session's asks (a subagent's asks go to its parent's).
+    pub fn approver(&self) -> Option<Arc<dyn Approver>> {
+        self.approver.clone()
+    }
+
+    /// The rules from configuration, as they stand.
+    pub fn config_rules(&self) -> Vec<Rule> {
+        read(&self.config_rules)
+    }
+
     /// The project's remembered rules (to list and revoke them).
     pub fn remembered(&self) -> &Arc<remembered::Remembered> {
         &self.remembered

@@ -175,7 +175,8 @@ impl Manager {
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone()),
+                .with_environment(environment.clone())
+                .with_diff_limit(config.max_diff_bytes),
             ),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment.clone()),
@@ -186,7 +187,7 @@ impl Manager {
             models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
             models_swapped: Arc::new(tokio::sync::Notify::new()),
             catalogue: self.catalogue.clone(),
-            cwd,
+            cwd: cwd.clone(),
             created_at: row.created_at,
             registry: self.registry.clone(),
             perms: Arc::new(perms),
@@ -206,7 +207,14 @@ impl Manager {
             trust: self.trust.clone(),
             untrusted: Mutex::new(untrusted),
             trust_asker: Mutex::new(seams.trust.clone().filter(|_| self.ask_trust)),
+            depth: 0,
+            ancestors: Vec::new(),
+            instructions: None,
+            agents: Arc::new(super::agents::discover(self.sources.user_config_home.as_deref(), &cwd)),
+            children: Arc::default(),
+            subagents: std::sync::OnceLock::new(),
         });
+        session.enable_subagents();
         let _ = mcp_servers;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());

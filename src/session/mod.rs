@@ -6,10 +6,13 @@
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
+pub mod agents;
 pub mod commands;
 pub mod manager;
 pub mod models;
+pub mod relay;
 pub mod settings;
+pub mod subagents;
 pub mod trust;
 
 use std::path::PathBuf;
@@ -137,6 +140,18 @@ pub struct Session {
     /// What the project file wants that needs the user's trust, while they have not given it.
     untrusted: Mutex<Option<Request>>,
     trust_asker: Mutex<Option<Arc<dyn TrustAsker>>>,
+    /// How deep this session is nested below the user's (0 for the user's own session).
+    depth: u32,
+    /// The sessions above a subagent, nearest first: its token usage counts towards theirs.
+    ancestors: Vec<String>,
+    /// A subagent's own instructions, added to its system prompt.
+    instructions: Option<String>,
+    /// The agents this session's `task` calls may start.
+    agents: Arc<Vec<agents::AgentDef>>,
+    /// The subagents this session started.
+    children: Arc<subagents::Children>,
+    /// Runs this session's `task` calls (set once the session is shared).
+    subagents: std::sync::OnceLock<Arc<dyn crate::tool::subagent::Subagents>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -300,6 +315,10 @@ impl Session {
                 turn.run(&mut conversation, input, blocks).await
             }
         };
+        // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
+        self.settle_children().await;
+        // Text the sink may still hold goes out before the prompt is answered.
+        self.sink().flush();
         debug_assert_eq!(conversation.history.check(), Ok(()));
         let mut active = lock(&self.active);
         if active.as_ref().is_some_and(|(n, _)| *n == number) {
@@ -343,6 +362,13 @@ impl Session {
             switcher: Some(self),
             diagnostics,
             hidden_tools,
+            depth: self.depth,
+            subagents: self.subagents.get().cloned(),
+            instructions: self.instructions.clone(),
+            usage_also: match &self.store {
+                Some(store) => self.ancestors.iter().map(|id| Journal::new(store.clone(), id)).collect(),
+                None => Vec::new(),
+            },
         }
     }
 
@@ -408,6 +434,7 @@ impl Session {
     pub fn close(&self) {
         self.closed.cancel();
         self.tasks.stop_all();
+        self.children.close_all();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let lsp = self.lsp.clone();
             runtime.spawn(async move { lsp.shutdown().await });

@@ -42,7 +42,8 @@ pub fn database_path(data_dir: &Path) -> PathBuf {
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Migrations in order; entry `n` takes the schema from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[r#"
+const MIGRATIONS: &[&str] = &[
+    r#"
 CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     cwd TEXT NOT NULL,
@@ -95,7 +96,15 @@ CREATE TABLE usage (
     reasoning_tokens INTEGER NOT NULL,
     created_at INTEGER NOT NULL
 );
-"#];
+"#,
+    r#"
+ALTER TABLE sessions ADD COLUMN parent_id TEXT REFERENCES sessions (id) ON DELETE CASCADE;
+ALTER TABLE sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+CREATE INDEX sessions_by_parent ON sessions (parent_id, created_at);
+ALTER TABLE usage ADD COLUMN via TEXT;
+"#,
+];
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 

@@ -17,6 +17,7 @@ pub mod error;
 pub mod invalid;
 pub mod registry;
 pub mod repair;
+pub mod subagent;
 pub mod truncate;
 
 pub use args::{arg_opt_str, arg_opt_u64, arg_str};
@@ -112,8 +113,11 @@ impl std::fmt::Debug for Def {
 /// Progress a running tool reports to the user while it works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
-    /// How the call is shown: sent once, before any permission ask.
+    /// How the call is shown: sent once, before any permission ask (a tool whose preview takes long reports
+    /// it itself before the work starts, and the registry then sends the preview's result as a revision).
     Presented(Presentation),
+    /// The presentation after the preview, for a call that was already presented.
+    Revised(Presentation),
     /// Permission was granted; the tool starts now.
     Running,
     /// New output (only the part not reported before).
@@ -154,6 +158,8 @@ pub struct Context {
     pub control: Arc<control::Control>,
     /// Checks files after the file tools write them (language servers), when the user turned that on.
     pub diagnostics: Option<Arc<dyn diagnostics::Checker>>,
+    /// Who runs `task` calls; `None` where subagents are not available.
+    pub subagents: Option<Arc<dyn subagent::Subagents>>,
 }
 
 impl Context {

@@ -61,6 +61,7 @@ pub(crate) fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Con
         terminals: None,
         diagnostics: None,
         control: Default::default(),
+        subagents: None,
     }
 }
 

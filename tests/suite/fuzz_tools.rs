@@ -172,6 +172,7 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
         tasks: tasks.clone(),
         terminals: None,
         control: Default::default(),
+        subagents: None,
     }
 }
 

@@ -42,7 +42,7 @@ fn asks(h: &Harness) -> Vec<Value> {
         .collect()
 }
 
-async fn pid_from(path: &Path) -> i32 {
+pub(crate) async fn pid_from(path: &Path) -> i32 {
     let read = async {
         loop {
             if let Ok(text) = std::fs::read_to_string(path)
@@ -56,7 +56,7 @@ async fn pid_from(path: &Path) -> i32 {
     tokio::time::timeout(PATIENCE, read).await.expect("the command wrote its pid")
 }
 
-async fn gone_within(pid: i32, limit: Duration) {
+pub(crate) async fn gone_within(pid: i32, limit: Duration) {
     let gone = async {
         while running(pid) {
             tokio::task::yield_now().await;

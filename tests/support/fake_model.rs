@@ -50,6 +50,17 @@ struct Shared {
     model_listings: usize,
     /// The `Authorization` header of every model-list request.
     listing_authorizations: Vec<Option<String>>,
+    /// Scripts for requests whose first user message contains a marker (subagents running beside their parent).
+    routes: Vec<(String, Vec<Reply>, usize)>,
+}
+
+/// The text of a request's first user message.
+fn first_user(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
 }
 
 pub struct FakeModel {
@@ -86,6 +97,12 @@ impl FakeModel {
         self.shared.lock().unwrap().script.extend(replies);
     }
 
+    /// Answer requests whose first user message contains `marker` from `replies`, in order, instead of the main
+    /// script (a subagent's requests, when they may interleave with its parent's).
+    pub fn route(&self, marker: &str, replies: Vec<Reply>) {
+        self.shared.lock().unwrap().routes.push((marker.to_string(), replies, 0));
+    }
+
     /// Make `GET /v1/models` answer these ids (`None`: fail with HTTP 500).
     pub fn set_models(&self, models: Option<Vec<String>>) {
         self.shared.lock().unwrap().models = models;
@@ -116,6 +133,9 @@ impl FakeModel {
         let shared = self.shared.lock().unwrap();
         assert!(shared.unexpected.is_empty(), "unexpected requests: {:?}", shared.unexpected);
         assert_eq!(shared.next, shared.script.len(), "scripted replies left unused");
+        for (marker, replies, next) in &shared.routes {
+            assert_eq!(*next, replies.len(), "replies routed to {marker:?} left unused");
+        }
     }
 }
 
@@ -188,11 +208,22 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
     }
     let reply = {
         let mut shared = state.lock().unwrap();
+        let user = first_user(&body);
         shared.requests.push(Recorded { method: method.clone(), path: path.clone(), headers, body });
-        let reply = shared.script.get(shared.next).cloned();
+        let routed = shared.routes.iter_mut().find(|(marker, _, _)| user.contains(marker.as_str()));
+        let reply = match routed {
+            Some((_, replies, next)) => {
+                let reply = replies.get(*next).cloned();
+                *next += 1;
+                reply.map(|r| (r, true))
+            }
+            None => shared.script.get(shared.next).cloned().map(|r| (r, false)),
+        };
         match reply {
-            Some(reply) if method == "POST" && path == "/v1/chat/completions" => {
-                shared.next += 1;
+            Some((reply, routed)) if method == "POST" && path == "/v1/chat/completions" => {
+                if !routed {
+                    shared.next += 1;
+                }
                 reply
             }
             _ => {

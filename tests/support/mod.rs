@@ -4,6 +4,7 @@ pub mod client;
 pub mod fake_model;
 pub mod fuzz;
 pub mod raw;
+pub mod scenario;
 pub mod schema;
 pub mod snapshot;
 pub mod syntax;

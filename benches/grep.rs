@@ -49,6 +49,7 @@ async fn main() {
         tasks: Arc::new(Tasks::new(scratch.path().join("tasks"))),
         terminals: None,
         control: Default::default(),
+        diagnostics: None,
         subagents: None,
         edit_mode: Default::default(),
     };

@@ -104,6 +104,7 @@ async fn main() {
         control: Default::default(),
         edit_mode: EditMode::Hashline,
         subagents: None,
+        diagnostics: None,
     };
     let mut samples = Vec::new();
     for i in 0..31 {

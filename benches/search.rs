@@ -92,6 +92,7 @@ fn context(root: &Path, scratch: &Path) -> Context {
         control: Default::default(),
         edit_mode: Default::default(),
         subagents: None,
+        diagnostics: None,
     }
 }
 

@@ -44,6 +44,7 @@ async fn main() {
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
         terminals: None,
         control: Default::default(),
+        diagnostics: None,
         subagents: None,
         edit_mode: Default::default(),
     };

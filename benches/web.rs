@@ -123,6 +123,7 @@ async fn main() {
         )),
         plan: None,
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
+        diagnostics: None,
         terminals: None,
         control: Default::default(),
         subagents: None,

@@ -18,6 +18,7 @@
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent); the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
 //! | `llm`        | `transport` (HTTP client, SSE, errors a user can act on, retries), `limits` (idle, deadline, output cap), one module per wire format (`chat` Chat Completions, `responses` OpenAI Responses, `messages` Anthropic), `router` (a client per provider, by model id), `catalogue` (model metadata), `detect` (loopback probes), `ids` |
+//! | `lsp`        | language servers for diagnostics after edits: which server per language and root, the LSP client (framing, requests both ways, document sync), lifecycle; implements `workspace::diagnostics::Checker` |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the subagent seam (`tool::subagent`), the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters |
@@ -34,9 +35,11 @@
 //!
 //! # Dependency rule
 //!
-//! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
-//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. `cli` sits beside `acp` at
-//! the top: it may read `agent` (the journal's replay, for exports) and `store`, never `acp`. The editor is reached only
+//! `acp → session → agent → {llm, tool, permission, store, bus, config}`, and `session → lsp → {workspace, shell,
+//! config}`. Nothing below `session` imports `acp` (CI greps for it), nothing below `agent` imports `session` or
+//! `agent`, and only `session` imports `lsp`: the file tools reach it through the `workspace::diagnostics::Checker`
+//! seam in their context. `cli` sits beside `acp` at the top: it may read `agent` (the journal's replay, for
+//! exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
 //!
@@ -65,6 +68,7 @@ pub mod config;
 pub mod control;
 pub mod display;
 pub mod llm;
+pub mod lsp;
 pub mod permission;
 pub mod session;
 pub mod setup;

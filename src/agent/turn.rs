@@ -31,6 +31,7 @@ use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
 use crate::tool::subagent::Subagents;
 use crate::tool::{self, Context, Progress, Registry};
+use crate::workspace::diagnostics::Checker;
 use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -129,6 +130,10 @@ pub struct Turn<'a> {
     pub control: Arc<Control>,
     /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
     pub switcher: Option<&'a dyn AgentSwitcher>,
+    /// Checks files after the file tools write them (language servers), when the user turned that on.
+    pub diagnostics: Option<Arc<dyn Checker>>,
+    /// Registered tools not offered in this session (a feature the user has not turned on).
+    pub hidden_tools: Vec<&'static str>,
     /// How deep this session is nested below the user's (0 for the user's own session).
     pub depth: u32,
     /// Runs the `task` calls of this session.
@@ -179,6 +184,7 @@ impl Turn<'_> {
         self.registry
             .offered(self.config.edit_mode_for(&self.model_name))
             .iter()
+            .filter(|d| !self.hidden_tools.contains(&d.id.as_str()))
             .map(|d| {
                 let mut description = descriptions.get(&d.id).unwrap_or(&d.description).clone();
                 // The agents `task` may start depend on the session (its configuration, its project).
@@ -543,6 +549,7 @@ impl Turn<'_> {
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
             control: self.control.clone(),
+            diagnostics: self.diagnostics.clone(),
             subagents: self.subagents.clone(),
             edit_mode: self.config.edit_mode_for(&self.model_name),
             progress: Some(Arc::new(move |progress| {

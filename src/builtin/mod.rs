@@ -7,6 +7,8 @@
 pub mod access;
 pub mod apply_patch;
 pub mod change;
+pub mod diagnostics;
+pub mod discover;
 pub mod edit;
 pub mod glob;
 pub mod grep;
@@ -49,6 +51,8 @@ pub fn registry_with(web: &WebSettings) -> Registry {
     registry.register(glob::def());
     registry.register(grep::def());
     registry.register(list_dir::def());
+    registry.register(discover::def());
+    registry.register(diagnostics::def());
     registry.register(shell::monitor::def());
     registry.register(shell::shell_output::def());
     registry.register(shell::shell_tasks::def());
@@ -85,7 +89,7 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
         );
         assert!(outcome.is_error);
         let mut ctx = context(dir.path(), None);
@@ -93,7 +97,7 @@ mod tests {
         let outcome = registry.execute("nope", ctx, json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, hashline_edit, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, hashline_edit, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
         );
     }
 

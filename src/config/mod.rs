@@ -177,6 +177,8 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Language servers for diagnostics after edits (`[lsp]`); off unless a language is turned on.
+    pub lsp: LspConfig,
     /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
     pub max_diff_bytes: usize,
     /// How the model edits files unless its own settings say otherwise (`edit_mode`).
@@ -193,6 +195,86 @@ impl Config {
     /// The edit mode for `model`: its own setting, else the global one.
     pub fn edit_mode_for(&self, model: &str) -> EditMode {
         self.model_settings.get(model).and_then(|m| m.edit_mode).unwrap_or(self.edit_mode)
+    }
+}
+
+/// Languages whose diagnostics the agent may ask a language server for (`[lsp]` keys).
+pub const LSP_LANGUAGES: [&str; 5] = ["rust", "python", "typescript", "go", "c"];
+/// How long an edit waits for diagnostics when `[lsp] timeout_ms` is unset.
+pub const DEFAULT_LSP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The language servers turned on (`[lsp]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LspConfig {
+    /// By language (one of [`LSP_LANGUAGES`]): `None` uses the first known server found on `PATH`, `Some` the
+    /// command given (a name looked up on `PATH`, or an absolute path, then its arguments).
+    pub languages: BTreeMap<String, Option<Vec<String>>>,
+    /// The longest an edit waits for diagnostics.
+    pub timeout: Duration,
+}
+
+/// One language under `[lsp]`: `true`/`false`, or a table naming the server command.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+enum LspLanguage {
+    On(bool),
+    Server(LspServerLayer),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspServerLayer {
+    #[serde(default)]
+    enabled: Option<bool>,
+    command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspLayer {
+    timeout_ms: Option<u64>,
+    rust: Option<LspLanguage>,
+    python: Option<LspLanguage>,
+    typescript: Option<LspLanguage>,
+    go: Option<LspLanguage>,
+    #[serde(alias = "cpp")]
+    c: Option<LspLanguage>,
+}
+
+impl LspLayer {
+    fn under(self, lower: LspLayer) -> LspLayer {
+        LspLayer {
+            timeout_ms: self.timeout_ms.or(lower.timeout_ms),
+            rust: self.rust.or(lower.rust),
+            python: self.python.or(lower.python),
+            typescript: self.typescript.or(lower.typescript),
+            go: self.go.or(lower.go),
+            c: self.c.or(lower.c),
+        }
+    }
+
+    fn resolve(self) -> LspConfig {
+        let mut languages = BTreeMap::new();
+        for (name, setting) in [
+            ("rust", self.rust),
+            ("python", self.python),
+            ("typescript", self.typescript),
+            ("go", self.go),
+            ("c", self.c),
+        ] {
+            let server = match setting {
+                Some(LspLanguage::On(true)) => None,
+                Some(LspLanguage::Server(LspServerLayer { enabled: None | Some(true), command })) => {
+                    command.filter(|c| !c.is_empty())
+                }
+                _ => continue,
+            };
+            languages.insert(name.to_string(), server);
+        }
+        LspConfig {
+            languages,
+            timeout: self.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_LSP_TIMEOUT),
+        }
     }
 }
 
@@ -228,6 +310,7 @@ struct Layer {
     /// Tool descriptions from `tools/*.md` next to the layer's file (not a key of the file).
     #[serde(skip)]
     tool_descriptions: BTreeMap<String, String>,
+    lsp: Option<LspLayer>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
@@ -336,6 +419,10 @@ impl Layer {
             webfetch: self.webfetch.or(lower.webfetch),
             websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
+                (Some(a), Some(b)) => Some(a.under(b)),
+                (a, b) => a.or(b),
+            },
+            lsp: match (self.lsp, lower.lsp) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
@@ -567,6 +654,7 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
+            lsp: layer.lsp.unwrap_or_default().resolve(),
             max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
             edit_mode: layer.edit_mode.unwrap_or_default(),
             tool_descriptions: layer.tool_descriptions,
@@ -861,6 +949,39 @@ mod tests {
             some("http://e", Some("k-user")),
             "the environment's URL wins and is the user's own"
         );
+    }
+
+    #[test]
+    fn lsp_is_off_by_default_on_per_language_and_needs_trust_in_a_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
+        let s = sources(&[], Some(&home));
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp,
+            LspConfig { languages: BTreeMap::new(), timeout: DEFAULT_LSP_TIMEOUT }
+        );
+        write(
+            &home.join("tinycode/config.toml"),
+            "[lsp]\nrust = true\ngo = false\ntimeout_ms = 800\n[lsp.python]\ncommand = [\"ruff\", \"server\"]\n",
+        );
+        let user = load(&s, &cwd).unwrap().lsp;
+        let ruff = Some(vec!["ruff".to_string(), "server".to_string()]);
+        assert_eq!(
+            user,
+            LspConfig {
+                languages: BTreeMap::from([("python".to_string(), ruff.clone()), ("rust".to_string(), None)]),
+                timeout: Duration::from_millis(800),
+            }
+        );
+        write(&Config::project_file(&cwd), "[lsp]\ncpp = true\n[lsp.rust]\nenabled = false\n");
+        assert_eq!(load(&s, &cwd).unwrap().lsp, user, "untrusted: the project's [lsp] is ignored");
+        trust(&s, &cwd);
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp.languages,
+            BTreeMap::from([("c".to_string(), None), ("python".to_string(), ruff)])
+        );
+        write(&Config::project_file(&cwd), "[lsp]\nruby = true\n");
+        assert!(load(&s, &cwd).unwrap_err().to_string().contains("unknown field `ruby`"));
     }
 
     #[test]

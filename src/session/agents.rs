@@ -28,9 +28,10 @@ const MAX_AGENT_FILES: usize = 64;
 /// Tools no subagent gets: it cannot ask the user, keep the parent's to-do list or switch modes.
 const NEVER_FOR_CHILDREN: [&str; 4] = ["question", "todowrite", "plan_enter", "plan_exit"];
 /// Tools of the read-only `explore` agent.
-const EXPLORE_TOOLS: [&str; 6] = ["read", "glob", "grep", "list_dir", "webfetch", "websearch"];
+const EXPLORE_TOOLS: [&str; 7] = ["read", "glob", "grep", "list_dir", "discover", "webfetch", "websearch"];
 /// Tools of the `plan` agent (its mode lets `bash` run read-only commands only).
-const PLAN_TOOLS: [&str; 7] = ["read", "glob", "grep", "list_dir", "webfetch", "websearch", "bash"];
+const PLAN_TOOLS: [&str; 8] =
+    ["read", "glob", "grep", "list_dir", "discover", "webfetch", "websearch", "bash"];
 /// Front matter keys that would send requests elsewhere; never honoured in an agent file.
 const REDIRECTING_KEYS: [&str; 3] = ["base_url", "api_key", "provider"];
 

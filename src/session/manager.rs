@@ -223,8 +223,9 @@ impl Manager {
                 files
             }),
             tasks: Arc::new(
-                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment.clone()),
             ),
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment, &cwd)),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(Router::new(&config))),
             models: Mutex::new(self.catalogue.for_config(&config, &self.bus)),
@@ -396,7 +397,9 @@ impl Manager {
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
+        // Language servers first, so their polite shutdown is awaited (close would start it in the background).
+        futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
+        for session in &sessions {
             session.close();
         }
         if let Some(Ok(store)) = self.store.get()

@@ -30,6 +30,7 @@ use crate::config::Sources;
 use crate::config::trust::{Request, Trust};
 use crate::control::{Asker, Control, Todo};
 use crate::llm::{ModelClient, UserPart};
+use crate::lsp;
 use crate::permission::{self, Approver};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
@@ -113,6 +114,8 @@ pub struct Session {
     perms: Arc<permission::Service>,
     files: Arc<Files>,
     tasks: Arc<Tasks>,
+    /// The session's language servers (diagnostics after edits), started only when the user turned them on.
+    lsp: Arc<lsp::Service>,
     terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Mutex<Arc<dyn EventSink>>,
     settings_sink: Mutex<Arc<dyn SettingsSink>>,
@@ -352,6 +355,12 @@ impl Session {
         settings: &Settings,
         cancel: CancellationToken,
     ) -> Turn<'a> {
+        self.lsp.configure(config.lsp.clone());
+        let diagnostics = self.lsp.enabled().then(|| {
+            Arc::new(lsp::Diagnostics(self.lsp.clone())) as Arc<dyn crate::workspace::diagnostics::Checker>
+        });
+        let hidden_tools =
+            if diagnostics.is_some() { Vec::new() } else { vec![crate::builtin::diagnostics::ID] };
         Turn {
             session_id: &self.id,
             files: self.files.clone(),
@@ -373,6 +382,8 @@ impl Session {
             cancel,
             control: self.control.clone(),
             switcher: Some(self),
+            diagnostics,
+            hidden_tools,
             depth: self.depth,
             subagents: self.subagents.get().cloned(),
             instructions: self.instructions.clone(),
@@ -454,11 +465,20 @@ impl Session {
         }
     }
 
-    /// Cancel everything, stop the session's background tasks, and refuse further work.
+    /// Cancel everything, stop the session's background tasks and language servers, and refuse further work.
     pub fn close(&self) {
         self.closed.cancel();
         self.tasks.stop_all();
         self.children.close_all();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let lsp = self.lsp.clone();
+            runtime.spawn(async move { lsp.shutdown().await });
+        }
+    }
+
+    /// Shut the session's language servers down and wait until they are gone (process exit).
+    pub async fn stop_servers(&self) {
+        self.lsp.shutdown().await;
     }
 
     /// A copy of the conversation history (for tests and diagnostics).

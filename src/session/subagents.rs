@@ -374,9 +374,11 @@ impl Session {
             perms: Arc::new(perms),
             files: Arc::new(self.files.for_child()),
             tasks: Arc::new(
-                Tasks::new(config.data_dir.join("tasks").join(&id)).with_environment(environment),
+                Tasks::new(config.data_dir.join("tasks").join(&id)).with_environment(environment.clone()),
             ),
             terminals: self.terminals.clone(),
+            // Its own language servers (started only if it edits), stopped when the child closes.
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment.clone(), &self.cwd)),
             sink: Mutex::new(relay.clone()),
             settings_sink: Mutex::new(Arc::new(Unannounced)),
             control: Arc::new(Control::default()),

@@ -38,7 +38,7 @@ use crate::control;
 use crate::display::{Content, Location, Presentation};
 use crate::permission::{self, Category};
 use crate::shell;
-use crate::workspace::files;
+use crate::workspace::{diagnostics, files};
 /// What a successful tool returns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {
@@ -157,6 +157,8 @@ pub struct Context {
     pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
     /// The session's to-do list, pending mode switch and question seam.
     pub control: Arc<control::Control>,
+    /// Checks files after the file tools write them (language servers), when the user turned that on.
+    pub diagnostics: Option<Arc<dyn diagnostics::Checker>>,
     /// Who runs `task` calls; `None` where subagents are not available.
     pub subagents: Option<Arc<dyn subagent::Subagents>>,
     /// How the model edits files: `hashline` tags the lines `read` returns.

@@ -251,7 +251,8 @@ pub struct Walked {
     pub timed_out: bool,
 }
 
-/// Every regular file under `root` whose relative path passes `keep` (see [`visit`]).
+/// Every regular file under `root` whose relative path passes `keep` (the rules of [`visit`]), collected by the
+/// walking thread itself: handing each file to workers that only store it would cost more than it saves.
 pub fn files(
     root: &Path,
     max_depth: Option<usize>,

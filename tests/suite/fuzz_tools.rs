@@ -168,6 +168,7 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
             Default::default(),
         )),
         plan: None,
+        diagnostics: None,
         tasks: tasks.clone(),
         terminals: None,
         control: Default::default(),

@@ -63,6 +63,7 @@ async fn hashline_mode_offers_hashline_edit_instead_of_edit_and_apply_patch_glob
             "glob",
             "grep",
             "list_dir",
+            "discover",
             "monitor",
             "shell_output",
             "shell_tasks",

@@ -84,13 +84,13 @@ async fn explore_refuses_a_write_and_its_progress_fills_the_parent_card_with_the
     assert!(asks(&h).is_empty(), "explore asks nothing");
     assert!(!target.exists(), "explore cannot write");
 
-    assert_eq!(offered(&h, 1), vec!["read", "glob", "grep", "list_dir", "webfetch"]);
+    assert_eq!(offered(&h, 1), vec!["read", "glob", "grep", "list_dir", "discover", "webfetch"]);
     let child_system = h.model.messages(1)[0]["content"].as_str().unwrap().to_string();
     assert!(child_system.contains("You are a subagent") && child_system.contains("the `explore` agent"));
     assert_eq!(h.model.messages(1)[1], json!({"role": "user", "content": "What do the notes say?"}));
     assert_eq!(
         tool_result(&h.model.messages(3), "c2"),
-        "Unknown tool `write`. Available tools: read, glob, grep, list_dir, webfetch."
+        "Unknown tool `write`. Available tools: read, glob, grep, list_dir, discover, webfetch."
     );
 
     let updates = h.client.updates(&session);
@@ -151,7 +151,7 @@ async fn subagents_nest_at_most_five_deep_and_every_nested_ask_reaches_the_paren
     assert!(!offered(&h, 5).contains(&"task".to_string()), "depth 5 may not");
     assert_eq!(
         tool_result(&h.model.messages(6), "t5"),
-        "Unknown tool `task`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, webfetch."
+        "Unknown tool `task`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, webfetch."
     );
     let asks = asks(&h);
     assert_eq!(asks.len(), 5);

@@ -89,6 +89,7 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
             "glob",
             "grep",
             "list_dir",
+            "discover",
             "monitor",
             "shell_output",
             "shell_tasks",
@@ -212,7 +213,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

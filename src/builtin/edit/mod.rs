@@ -194,7 +194,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     if let Some(error) = &written.formatter_error {
         output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));
     }
-    Ok(ToolOutput {
+    let mut result = ToolOutput {
         output,
         display: diff_content(&plan.path, plan.old.as_deref(), &written.content, ctx.files.diff_limit()),
         locations: vec![Location::at_line(&plan.path, plan.first_line)],
@@ -207,5 +207,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         bounded: false,
         failed: false,
         end_turn: None,
-    })
+    };
+    super::diagnostics::after_write(&ctx, vec![(plan.path.clone(), written.content)], &mut result).await;
+    Ok(result)
 }

@@ -21,7 +21,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::change::{first_changed_line, shown, unchanged_since_preview, veto_secrets, writable};
+use super::change::{
+    diff_content, first_changed_line, shown, unchanged_since_preview, veto_secrets, writable,
+};
 use super::read;
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
@@ -281,15 +283,13 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));
     }
     let line = first_changed_line(Some(&plan.old), &written.content);
-    Ok(ToolOutput {
+    let mut result = ToolOutput {
         output,
-        display: vec![Content::Diff {
-            path: plan.path.clone(),
-            old_text: Some(plan.old.clone()),
-            new_text: written.content.clone(),
-        }],
+        display: diff_content(&plan.path, Some(&plan.old), &written.content, ctx.files.diff_limit()),
         locations: vec![Location::at_line(&plan.path, line)],
         metadata: json!({"path": plan.path, "edits": plan.summaries, "formatterError": written.formatter_error}),
         ..ToolOutput::default()
-    })
+    };
+    super::diagnostics::after_write(&ctx, vec![(plan.path.clone(), written.content)], &mut result).await;
+    Ok(result)
 }

@@ -7,6 +7,9 @@
 //!                                                 |            \--> tool registry --> permission (asks go back
 //!                                                 |             \      |             out through acp's seams)
 //!                                                 |              \     +--> builtin tools --> workspace, shell, control
+//!                                                 |               \    +--> mcp tools (adapter) --> MCP servers
+//!                                                 |                \                              (stdio, HTTP)
+//!                                                 +-- slash commands, skills, instruction files <-- extensions
 //!                                                 \--------------+--> store (SQLite worker thread: sessions,
 //!                                                                      messages, todos, rules, usage)
 //! ```
@@ -14,10 +17,12 @@
 //! | module       | owns |
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
-//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust; the seams the editor must provide |
-//! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
+//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
+//! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt and instruction files, agent events |
 //! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
+//! | `mcp`        | the MCP client: servers (editor's and config's), their processes and bounded close, tool names, the adapter that makes their tools `tool::Def`s, prompts and resources, the `Elicitor` seam |
+//! | `extensions` | discovery and formats of skills (`SKILL.md`) and custom commands (Markdown), argument placeholders |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
 //! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups, output capture, background tasks, the editor-terminal seam |
@@ -31,14 +36,16 @@
 //!
 //! # Dependency rule
 //!
-//! `acp → session → agent → {llm, tool, permission, store, bus, config}`. Nothing below `session` imports
+//! `acp → session → agent → {llm, mcp, tool, permission, store, bus, config}`. Nothing below `session` imports
 //! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
-//! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
+//! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`, `mcp::Elicitor`) that `acp` implements.
 //!
-//! Inside the tool layer: `builtin → tool → {workspace, shell, control}`. The framework (`tool`) never imports a
-//! built-in tool (only `builtin::registry()` knows them all), and the shared services import nothing of the
-//! framework but its error type. CI greps for both.
+//! Inside the tool layer: `{builtin, mcp} → tool → {workspace, shell, control}`. The framework (`tool`) never imports
+//! a built-in tool (only `builtin::registry()` knows them all) nor `mcp` (its adapter registers `Def`s into a
+//! session's registry), and the shared services import nothing of the framework but its error type.
+//! `extensions` is a leaf service (files only) that `config` (trust for commands' shell lines), `agent`, `builtin`
+//! (`skill`) and `session` read. CI greps for these.
 //!
 //! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
@@ -52,7 +59,9 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod display;
+pub mod extensions;
 pub mod llm;
+pub mod mcp;
 pub mod permission;
 pub mod session;
 pub mod shell;

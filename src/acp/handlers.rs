@@ -16,7 +16,7 @@ use super::client::SessionClient;
 use super::{State, convert, prompt};
 use crate::session::manager::SessionError;
 use crate::session::settings::{MODE_OPTION, Mode};
-use crate::session::{COMMANDS, Seams, Session};
+use crate::session::{Seams, Session};
 
 fn error(e: SessionError) -> Error {
     match &e {
@@ -65,26 +65,10 @@ fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Sea
             terminals,
             asker: Some(client.clone()),
             trust: Some(client.clone()),
+            elicitor: if super::mcp::elicits(&client.capabilities) { Some(client.clone()) } else { None },
         },
         client,
     )
-}
-
-/// The slash commands, sent after the session's answer (Zed drops updates for sessions it does not know yet).
-fn advertise_commands(client: &SessionClient) {
-    let commands = COMMANDS
-        .iter()
-        .map(|(name, description, hint)| {
-            let command = acp::AvailableCommand::new(*name, *description);
-            match hint {
-                Some(hint) => command.input(acp::AvailableCommandInput::Unstructured(
-                    acp::UnstructuredCommandInput::new(*hint),
-                )),
-                None => command,
-            }
-        })
-        .collect();
-    client.send(acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands)));
 }
 
 fn state_of(session: &Session) -> (acp::SessionModeState, Vec<acp::SessionConfigOption>) {
@@ -100,16 +84,8 @@ pub async fn new_session(
     if let Err(e) = check_cwd(&request.cwd) {
         return responder.respond_with_error(e);
     }
-    let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
-    let mut made = None;
-    let created = state
-        .manager
-        .create(&request.cwd, mcp, |id| {
-            let (seams, client) = seams(state, &cx, id, &request.cwd);
-            made = Some(client);
-            seams
-        })
-        .await;
+    let mcp = super::mcp::declared_all(&request.mcp_servers);
+    let created = state.manager.create(&request.cwd, mcp, |id| seams(state, &cx, id, &request.cwd).0).await;
     let session = match created {
         Ok(session) => session,
         Err(e) => return responder.respond_with_error(error(e)),
@@ -118,9 +94,7 @@ pub async fn new_session(
     let (modes, options) = state_of(&session);
     responder
         .respond(acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options))?;
-    if let Some(client) = made {
-        advertise_commands(&client);
-    }
+    session.announce();
     session.refresh_models();
     session.offer_trust();
     Ok(())
@@ -131,16 +105,18 @@ async fn open(
     state: &State,
     id: &acp::SessionId,
     cwd: &Path,
+    mcp: Option<&[acp::McpServer]>,
     cx: &ConnectionTo<Client>,
     replay: bool,
-) -> Result<(Arc<Session>, Arc<SessionClient>), Error> {
+) -> Result<Arc<Session>, Error> {
     check_cwd(cwd)?;
     let (seams, client) = seams(state, cx, &id.0, cwd);
-    let (session, events) = state.manager.open(&id.0, cwd, seams, replay).await.map_err(error)?;
+    let declared = mcp.map(super::mcp::declared_all);
+    let (session, events) = state.manager.open(&id.0, cwd, declared, seams, replay).await.map_err(error)?;
     for event in events {
         crate::agent::EventSink::emit(client.as_ref(), event);
     }
-    Ok((session, client))
+    Ok(session)
 }
 
 pub async fn load_session(
@@ -149,11 +125,11 @@ pub async fn load_session(
     responder: Responder<acp::LoadSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    match open(state, &request.session_id, &request.cwd, &cx, true).await {
-        Ok((session, client)) => {
+    match open(state, &request.session_id, &request.cwd, Some(&request.mcp_servers), &cx, true).await {
+        Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
-            advertise_commands(&client);
+            session.announce();
             session.refresh_models();
             session.offer_trust();
             Ok(())
@@ -168,11 +144,13 @@ pub async fn resume_session(
     responder: Responder<acp::ResumeSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    match open(state, &request.session_id, &request.cwd, &cx, false).await {
-        Ok((session, client)) => {
+    // Resume's `mcpServers` is optional: none given keeps the servers a live session has.
+    let mcp = Some(request.mcp_servers.as_slice()).filter(|list| !list.is_empty());
+    match open(state, &request.session_id, &request.cwd, mcp, &cx, false).await {
+        Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
-            advertise_commands(&client);
+            session.announce();
             session.refresh_models();
             session.offer_trust();
             Ok(())

@@ -8,6 +8,7 @@ pub mod client;
 pub mod convert;
 pub mod handlers;
 pub mod headless;
+pub mod mcp;
 pub mod prompt;
 pub mod question;
 pub mod render;
@@ -54,6 +55,7 @@ fn capabilities() -> acp::AgentCapabilities {
                 .close(acp::SessionCloseCapabilities::new())
                 .delete(acp::SessionDeleteCapabilities::new()),
         )
+        .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(false))
 }
 
 fn initialize(

@@ -112,6 +112,11 @@ pub struct Turn<'a> {
     pub control: Arc<Control>,
     /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
     pub switcher: Option<&'a dyn AgentSwitcher>,
+    /// The session's MCP servers: waited for (up to their start-up timeout) and synced into `registry` before
+    /// every model request.
+    pub mcp: Option<Arc<crate::mcp::Servers>>,
+    /// Instruction files and skills for the system prompt.
+    pub extras: Arc<system_prompt::Extras>,
 }
 
 /// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
@@ -199,8 +204,7 @@ impl Turn<'_> {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
-        let mut system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode);
-        let tools = self.tool_specs();
+        let mut system = system_prompt::build(self.cwd, SystemTime::now(), self.plan_mode, &self.extras);
         let mut requests = 0;
         let mut compacted_on_overflow = false;
         loop {
@@ -212,6 +216,15 @@ impl Turn<'_> {
             }
             requests += 1;
             self.deliver_notes(&mut conversation.history);
+            // Servers still starting are waited for; tools that changed since the last request join or leave now.
+            if let Some(mcp) = &self.mcp {
+                mcp.settled(&self.cancel).await;
+                mcp.sync(self.registry).await;
+                if self.cancel.is_cancelled() {
+                    return Ok(StopReason::Cancelled);
+                }
+            }
+            let tools = self.tool_specs();
             let mut request = self.request(&system, &tools, &conversation.history);
             if compaction::needed(
                 compaction::request_tokens(&request),
@@ -268,7 +281,7 @@ impl Turn<'_> {
         if let Some(switcher) = self.switcher {
             switcher.switch_agent(agent);
         }
-        *system = system_prompt::build(self.cwd, SystemTime::now(), agent == "plan");
+        *system = system_prompt::build(self.cwd, SystemTime::now(), agent == "plan", &self.extras);
     }
 
     /// A message from the agent itself (a question the editor could not ask): shown, saved and remembered.

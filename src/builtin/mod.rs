@@ -13,6 +13,7 @@ pub mod plan_switch;
 pub mod question;
 pub mod read;
 pub mod shell;
+pub mod skill;
 pub mod todowrite;
 pub mod write;
 

@@ -35,10 +35,13 @@ pub enum Category {
     DestructiveShell,
     #[serde(rename = "secret-shell")]
     SecretShell,
+    /// A tool of an MCP server; patterns are `server/tool`.
+    #[serde(rename = "mcp")]
+    Mcp,
 }
 
 impl Category {
-    pub const ALL: [Category; 8] = [
+    pub const ALL: [Category; 9] = [
         Category::Read,
         Category::Edit,
         Category::Shell,
@@ -47,6 +50,7 @@ impl Category {
         Category::PlanExit,
         Category::DestructiveShell,
         Category::SecretShell,
+        Category::Mcp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +63,7 @@ impl Category {
             Category::PlanExit => "plan_exit",
             Category::DestructiveShell => "destructive-shell",
             Category::SecretShell => "secret-shell",
+            Category::Mcp => "mcp",
         }
     }
 
@@ -250,10 +255,10 @@ const PLAN_SAFE_TOOLS: [&str; 1] = ["todowrite"];
 /// The fail-closed check in front of every rule: plan mode never edits and never runs anything that is not a
 /// read, whatever the rules say.
 pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
-    let forbidden = matches!(
-        ask.category,
-        Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
-    );
+    // An MCP tool may change anything; only one its server marks read-only is even asked about in plan mode.
+    let mcp_change = ask.category == Category::Mcp && ask.presentation.kind != crate::display::Kind::Read;
+    let forbidden = mcp_change
+        || matches!(ask.category, Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell);
     (agent == "plan" && forbidden && !PLAN_SAFE_TOOLS.contains(&ask.tool.as_str())).then(|| {
         (
             Rule::new(ask.category.as_str(), "*", Action::Deny),
@@ -417,6 +422,23 @@ impl Service {
     async fn remember(&self, ask: &Ask, action: Action) {
         for pattern in self.remembered_patterns(ask) {
             self.remembered.add(Rule::new(ask.category.as_str(), &pattern, action)).await;
+        }
+    }
+
+    /// Ask the user whatever the rules would allow (a deny rule and the plan-mode guard still refuse): for code
+    /// the user did not write in this conversation, such as the shell lines of a custom command. The ask offers
+    /// no "always" and nothing is remembered; nobody to ask means no.
+    pub async fn confirm(&self, ask: &Ask, why: &str) -> Verdict {
+        if let Err(verdict) = self.decide(ask, true) {
+            return verdict;
+        }
+        let Some(approver) = &self.approver else { return Verdict::Rejected };
+        let _serial = self.ask_lock.lock().await;
+        let ask = Ask { protected: Some(why.to_string()), ..ask.clone() };
+        match approver.ask(&ask).await {
+            Reply::AllowOnce | Reply::AllowAlways => Verdict::Allow,
+            Reply::RejectOnce | Reply::RejectAlways => Verdict::Rejected,
+            Reply::Cancelled => Verdict::Cancelled,
         }
     }
 

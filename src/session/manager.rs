@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::models::Catalogue;
@@ -139,7 +138,7 @@ impl Manager {
         row: &SessionRow,
         loaded: Loaded,
         conversation: Conversation,
-        mcp_servers: Vec<Value>,
+        declared: Vec<crate::mcp::Declared>,
         seams: Seams,
     ) -> Arc<Session> {
         let Loaded { config, untrusted } = loaded;
@@ -158,8 +157,18 @@ impl Manager {
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
+        let link = Arc::new(std::sync::OnceLock::new());
+        let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
+        mcp.set_elicitor(seams.elicitor.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
+            mcp,
+            declared: Mutex::new(declared),
+            catalog: Arc::new(std::sync::RwLock::new(crate::extensions::Catalog::default())),
+            advertised: Mutex::new(None),
+            announced: std::sync::atomic::AtomicBool::new(false),
+            pending_notices: Mutex::new(Vec::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
             files: Arc::new(Files::new(
                 vec![cwd.clone()],
                 seams.fs.clone(),
@@ -174,7 +183,7 @@ impl Manager {
             catalogue: self.catalogue.clone(),
             cwd,
             created_at: row.created_at,
-            registry: self.registry.clone(),
+            registry: Arc::new(self.registry.fork()),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
             settings_sink: Mutex::new(seams.settings.clone()),
@@ -193,7 +202,9 @@ impl Manager {
             untrusted: Mutex::new(untrusted),
             trust_asker: Mutex::new(seams.trust.clone().filter(|_| self.ask_trust)),
         });
-        let _ = mcp_servers;
+        let _ = link.set(Arc::downgrade(&session));
+        session.apply_mcp(&session.config());
+        session.refresh_extensions();
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
         session.watch_models();
@@ -205,7 +216,7 @@ impl Manager {
     pub async fn create(
         &self,
         cwd: &Path,
-        mcp_servers: Vec<Value>,
+        mcp_servers: Vec<crate::mcp::Declared>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
         let loaded = Config::load(&self.sources, cwd, &self.trust)?;
@@ -239,12 +250,14 @@ impl Manager {
         self.live(id)
     }
 
-    /// Open a stored session (or take over a live one) for a new connection. Returns the session and, when
-    /// `replay` is set, the events that redraw its conversation.
+    /// Open a stored session (or take over a live one) for a new connection, with the MCP servers the editor
+    /// declares now (`None`: keep those it had). Returns the session and, when `replay` is set, the events that
+    /// redraw its conversation.
     pub async fn open(
         &self,
         id: &str,
         cwd: &Path,
+        declared: Option<Vec<crate::mcp::Declared>>,
         seams: Seams,
         replay: bool,
     ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
@@ -281,10 +294,13 @@ impl Manager {
         if let Some(live) = self.live(id) {
             let seams = Seams { trust: seams.trust.filter(|_| self.ask_trust), ..seams };
             live.rebind(&seams);
+            if let Some(declared) = declared {
+                live.redeclare(declared);
+            }
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
-        let session = self.assemble(&row, loaded, conversation, Vec::new(), seams).await;
+        let session = self.assemble(&row, loaded, conversation, declared.unwrap_or_default(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }
@@ -304,10 +320,11 @@ impl Manager {
         )
     }
 
-    /// Stop a session's work and forget it in memory (it stays stored).
+    /// Stop a session's work, close its MCP servers and forget it in memory (it stays stored).
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
-        if let Some(session) = lock(&self.sessions).remove(id) {
-            session.close();
+        let live = lock(&self.sessions).remove(id);
+        if let Some(session) = live {
+            session.shutdown().await;
             return Ok(());
         }
         match self.store().await?.session(id).await? {
@@ -320,7 +337,7 @@ impl Manager {
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = &live {
-            session.close();
+            session.shutdown().await;
         }
         let existed = self.store().await?.delete_session(id).await?;
         if existed || live.is_some() { Ok(()) } else { Err(SessionError::NotFound(id.to_string())) }
@@ -329,9 +346,7 @@ impl Manager {
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            session.close();
-        }
+        futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
         if let Some(Ok(store)) = self.store.get()
             && let Err(e) = store.flush().await
         {

@@ -93,11 +93,12 @@ impl Session {
         }
     }
 
-    /// Use `config` from now on: provider, permission rules and formatters. The mode and model of this session
+    /// Use `config` from now on: provider, permission rules, formatters and MCP servers. The mode and model of this session
     /// stay as they are (`default_mode` and `model` are for new sessions).
     fn reconfigure(&self, config: Config) {
         self.perms.set_config_rules(config.permission_rules.clone());
         self.files.set_formatters(config.formatters.clone());
+        self.apply_mcp(&config);
         *lock(&self.model) = Arc::new(OpenAiClient::new(&config));
         let provider_changed = self.config().base_url != config.base_url;
         if provider_changed {

@@ -21,6 +21,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 pub use shape::{Shape, shapes};
+pub use secret::is_secret_path;
 pub use wrap::may_be_prefix;
 
 use tokenize::{Simple, Word};

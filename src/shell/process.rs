@@ -117,6 +117,13 @@ pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<(tokio::process::Chil
     Ok((child, Group { pgid }))
 }
 
+/// Track a process group this process created elsewhere (an MCP server), so exit and panic kill it too; dropping
+/// the returned [`Group`] kills whatever is left of it.
+pub fn track(pgid: i32) -> Group {
+    groups().insert(pgid);
+    Group { pgid }
+}
+
 /// Exit status as (code, signal).
 pub fn exit_parts(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;

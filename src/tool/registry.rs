@@ -40,6 +40,22 @@ impl Registry {
         }
     }
 
+    /// Remove the tool `id` (a session's MCP server withdrew it). Returns whether it was there.
+    pub fn unregister(&self, id: &str) -> bool {
+        let mut defs = match self.defs.write() {
+            Ok(defs) => defs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let before = defs.len();
+        defs.retain(|d| d.id != id);
+        defs.len() != before
+    }
+
+    /// A registry with the same tools, which can then change on its own (a session's, with its MCP tools).
+    pub fn fork(&self) -> Registry {
+        Registry { defs: RwLock::new(self.read_defs().clone()) }
+    }
+
     /// Exact lookup.
     pub fn get(&self, id: &str) -> Option<Arc<Def>> {
         self.read_defs().iter().find(|d| d.id == id).cloned()

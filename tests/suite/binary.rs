@@ -413,3 +413,27 @@ async fn no_process_outlives_the_binary_after_sigterm() {
     assert!(wait_exit(&mut child).await.success());
     assert_gone(pid).await;
 }
+
+#[tokio::test]
+async fn the_binary_runs_the_editors_mcp_server_and_leaves_nothing_behind_on_exit() {
+    use crate::support::client::{Answer, TestClient};
+    let env = Env::new();
+    let model = FakeModel::start(vec![calls(&[("p", "mcp__fx__pid", "{}")]), answer(&["ok"])]).await;
+    let mut child = env.command(&model, &["acp"]).spawn().unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let client = TestClient::over(stdin, stdout, None).await;
+    client.initialize(acp::ClientCapabilities::new()).await;
+    client.answer_permissions(&[Answer::Pick(acp::PermissionOptionKind::AllowOnce)]);
+    let server = crate::support::mcp::stdio("fx", &["--ignore-eof"], &[]);
+    let session = client.new_session_with(&env.cwd(), vec![server]).await;
+    client.prompt(&session, "which pid?").await.unwrap();
+    let result = super::turn::tool_result(&model.messages(1), "p");
+    let pids: Vec<i32> = result.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(pids.len(), 2, "{result}");
+    assert!(pids.iter().all(|pid| tinycode::shell::process::running(*pid)));
+    client.close().await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    for pid in pids {
+        assert_gone(pid).await;
+    }
+}

@@ -374,6 +374,11 @@ impl TestClient {
             .session_id
     }
 
+    /// A new session with the MCP servers an editor declares.
+    pub async fn new_session_with(&self, cwd: &Path, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.call(acp::NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(servers)).await.unwrap().session_id
+    }
+
     pub async fn prompt_blocks(
         &self,
         session: &acp::SessionId,
@@ -506,6 +511,8 @@ pub struct Setup {
     pub trusted: bool,
     /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
     pub user_provider: bool,
+    /// Files of the project, written before the agent starts (relative path, text).
+    pub files: Vec<(String, String)>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -536,7 +543,14 @@ impl Setup {
             capabilities: acp::ClientCapabilities::new(),
             trusted: false,
             user_provider: false,
+            files: Vec::new(),
         }
+    }
+
+    /// A project file written before the agent starts (and before `trusted` takes the project's settings).
+    pub fn file(mut self, rel: &str, text: &str) -> Self {
+        self.files.push((rel.to_string(), text.to_string()));
+        self
     }
 
     pub fn trusted(mut self) -> Self {
@@ -583,6 +597,11 @@ impl Setup {
             format!("{provider}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"),
         )
         .unwrap();
+        for (rel, text) in &self.files {
+            let path = cwd.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
         if !self.project_config.is_empty() {
             std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
             std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
@@ -645,6 +664,21 @@ impl Harness {
 
     pub async fn session(&self) -> acp::SessionId {
         self.client.new_session(&self.cwd).await
+    }
+
+    /// A session with these MCP servers, as an editor declares them.
+    pub async fn session_with(&self, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.client.new_session_with(&self.cwd, servers).await
+    }
+
+    /// The user's config directory (`$XDG_CONFIG_HOME`).
+    pub fn config_home(&self) -> PathBuf {
+        self.root.path().join("config")
+    }
+
+    /// The home directory the agent sees (`$HOME`).
+    pub fn home(&self) -> PathBuf {
+        self.data.clone()
     }
 
     /// The text of every agent message chunk of `session`, in order.

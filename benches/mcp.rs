@@ -71,7 +71,10 @@ async fn agent(data: &Path) -> ConnectionTo<Agent> {
     });
     let cx = rx.await.unwrap();
     cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1)).block_task().await.unwrap();
-    cx.send_request(acp::ListSessionsRequest::new().cwd(PathBuf::from("/nowhere"))).block_task().await.unwrap();
+    cx.send_request(acp::ListSessionsRequest::new().cwd(PathBuf::from("/nowhere")))
+        .block_task()
+        .await
+        .unwrap();
     cx
 }
 
@@ -81,7 +84,9 @@ fn server(name: &str) -> acp::McpServer {
 
 async fn bench_session_new(data: &Path, cwd: &Path) {
     let cx = agent(data).await;
-    for (label, servers) in [("no MCP servers", vec![]), ("three stdio MCP servers", vec![server("a"), server("b"), server("c")])] {
+    for (label, servers) in
+        [("no MCP servers", vec![]), ("three stdio MCP servers", vec![server("a"), server("b"), server("c")])]
+    {
         let mut samples = Vec::new();
         for _ in 0..RUNS {
             let start = Instant::now();
@@ -93,7 +98,10 @@ async fn bench_session_new(data: &Path, cwd: &Path) {
             samples.push(start.elapsed());
             cx.send_request(acp::CloseSessionRequest::new(session.session_id)).block_task().await.unwrap();
         }
-        println!("session/new with {label}: median {:?} (target <= 2 ms, the same with or without servers)", median(samples));
+        println!(
+            "session/new with {label}: median {:?} (target <= 2 ms, the same with or without servers)",
+            median(samples)
+        );
     }
 }
 
@@ -181,7 +189,11 @@ async fn bench_close(cwd: &Path) {
         let servers = Servers::new(cwd.to_path_buf(), Arc::new(|_: Report| {}));
         servers.apply(vec![Spec {
             name: "stubborn".into(),
-            transport: Ok(Transport::Stdio { command: FIXTURE.into(), args: vec!["--ignore-eof".into()], env: vec![] }),
+            transport: Ok(Transport::Stdio {
+                command: FIXTURE.into(),
+                args: vec!["--ignore-eof".into()],
+                env: vec![],
+            }),
             source: Source::Editor,
             enabled: true,
             startup_timeout: Duration::from_secs(10),
@@ -192,7 +204,10 @@ async fn bench_close(cwd: &Path) {
         servers.close().await;
         samples.push(start.elapsed());
     }
-    println!("closing a server that ignores stdin EOF and SIGTERM: median {:?} (bound about 2 s)", median(samples));
+    println!(
+        "closing a server that ignores stdin EOF and SIGTERM: median {:?} (bound about 2 s)",
+        median(samples)
+    );
 }
 
 #[tokio::main]

@@ -31,9 +31,15 @@ pub fn declared(server: &acp::McpServer) -> Declared {
         },
         acp::McpServer::Sse(sse) => Declared {
             name: sse.name.clone(),
-            transport: Err("it uses the SSE transport, which MCP deprecated; tinycode speaks stdio and streamable HTTP".into()),
+            transport: Err(
+                "it uses the SSE transport, which MCP deprecated; tinycode speaks stdio and streamable HTTP"
+                    .into(),
+            ),
         },
-        _ => Declared { name: "unknown".into(), transport: Err("its transport is not one tinycode knows".into()) },
+        _ => Declared {
+            name: "unknown".into(),
+            transport: Err("its transport is not one tinycode knows".into()),
+        },
     }
 }
 
@@ -75,7 +81,12 @@ impl Elicitor for SessionClient {
             match self.cx.send_request(request).block_task().await {
                 Ok(response) => match response.action {
                     acp::ElicitationAction::Accept(accept) => Elicited::Accept(
-                        accept.content.unwrap_or_default().into_iter().map(|(k, v)| (k, content_value(v))).collect(),
+                        accept
+                            .content
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(k, v)| (k, content_value(v)))
+                            .collect(),
                     ),
                     acp::ElicitationAction::Decline => Elicited::Decline,
                     _ => Elicited::Cancel,

@@ -107,7 +107,8 @@ impl Renderer {
         if let AgentEvent::Notice { title, description } = &event
             && self.notices
         {
-            let notice = acp::Notice::new(acp::NoticeSeverity::Warning, title.clone()).description(description.clone());
+            let notice = acp::Notice::new(acp::NoticeSeverity::Warning, title.clone())
+                .description(description.clone());
             return vec![acp::SessionUpdate::Notice(notice)];
         }
         vec![match event {

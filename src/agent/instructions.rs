@@ -24,11 +24,7 @@ pub fn project_files(cwd: &Path) -> Vec<PathBuf> {
         .filter_map(|dir| {
             let agents = dir.join("AGENTS.md");
             let claude = dir.join("CLAUDE.md");
-            if agents.is_file() {
-                Some(agents)
-            } else {
-                claude.is_file().then_some(claude)
-            }
+            if agents.is_file() { Some(agents) } else { claude.is_file().then_some(claude) }
         })
         .collect();
     files.reverse();
@@ -98,7 +94,11 @@ mod tests {
         let extra = root.join("a/extra.md");
         std::fs::write(&extra, "extra").unwrap();
         assert_eq!(
-            files(&root.join("a/b"), Some(&global), &[extra.clone(), root.join("missing.md"), root.join("AGENTS.md")]),
+            files(
+                &root.join("a/b"),
+                Some(&global),
+                &[extra.clone(), root.join("missing.md"), root.join("AGENTS.md")]
+            ),
             vec![global, root.join("AGENTS.md"), root.join("a/CLAUDE.md"), extra]
         );
     }

@@ -56,7 +56,10 @@ fn skills(list: &[(String, String)]) -> String {
             let mut text = String::new();
             for (n, entry) in entries.iter().enumerate() {
                 if text.len() + entry.len() > MAX_SKILLS_CHARS {
-                    text.push_str(&format!("({} more skills are listed by `/skills`; the `skill` tool knows them all.)", entries.len() - n));
+                    text.push_str(&format!(
+                        "({} more skills are listed by `/skills`; the `skill` tool knows them all.)",
+                        entries.len() - n
+                    ));
                     break;
                 }
                 text.push_str(entry);
@@ -126,12 +129,21 @@ mod skill_tests {
     #[test]
     fn skills_are_listed_by_name_and_description_and_long_lists_are_shortened() {
         let list = vec![("pdf".to_string(), "Work with PDFs.".to_string())];
-        let prompt = build(Path::new("/w"), std::time::UNIX_EPOCH, false, &Extras { skills: list, ..Extras::default() });
+        let prompt = build(
+            Path::new("/w"),
+            std::time::UNIX_EPOCH,
+            false,
+            &Extras { skills: list, ..Extras::default() },
+        );
         assert!(prompt.contains("<available_skills>\n<skill><name>pdf</name><description>Work with PDFs.</description></skill>\n</available_skills>"));
         let long: Vec<(String, String)> = (0..60).map(|n| (format!("s{n}"), "d".repeat(500))).collect();
         let text = skills(&long);
         assert!(text.len() < MAX_SKILLS_CHARS + SKILLS.len(), "{}", text.len());
         assert!(text.contains("<name>s59</name>"), "every name stays when descriptions can shrink");
-        assert!(build(Path::new("/w"), std::time::UNIX_EPOCH, false, &Extras::default()).find("# Skills").is_none());
+        assert!(
+            build(Path::new("/w"), std::time::UNIX_EPOCH, false, &Extras::default())
+                .find("# Skills")
+                .is_none()
+        );
     }
 }

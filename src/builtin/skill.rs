@@ -19,7 +19,12 @@ const DESCRIPTION: &str = include_str!("descriptions/skill.md");
 
 fn present(args: &Value, _cwd: &Path) -> Presentation {
     let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
-    Presentation { title: format!("Use skill {name}"), kind: Kind::Read, patterns: vec![name.to_string()], ..Presentation::default() }
+    Presentation {
+        title: format!("Use skill {name}"),
+        kind: Kind::Read,
+        patterns: vec![name.to_string()],
+        ..Presentation::default()
+    }
 }
 
 /// The tool over the session's skills.
@@ -65,7 +70,7 @@ fn run(catalog: &RwLock<Catalog>, args: &Value) -> Result<ToolOutput, ToolError>
             }
         }
     };
-    let text = skills::activate(&skill, &arguments).map_err(ToolError::execution)?;
+    let text = skills::activate(&skill, arguments).map_err(ToolError::execution)?;
     Ok(ToolOutput::text(text))
 }
 
@@ -95,8 +100,13 @@ mod tests {
         let ctx = || context(dir.path(), None);
         let outcome = registry.execute(ID, ctx(), json!({"name": "fix", "arguments": "bug-7"})).await;
         assert!(!outcome.is_error);
-        assert!(outcome.output.starts_with("<skill name=\"fix\">\nFix bug-7.\n\nBase directory for this skill: "));
+        assert!(
+            outcome.output.starts_with("<skill name=\"fix\">\nFix bug-7.\n\nBase directory for this skill: ")
+        );
         let outcome = registry.execute(ID, ctx(), json!({"name": "nope"})).await;
-        assert_eq!((outcome.output.as_str(), outcome.is_error), ("There is no skill named `nope`. Available skills: fix.", true));
+        assert_eq!(
+            (outcome.output.as_str(), outcome.is_error),
+            ("There is no skill named `nope`. Available skills: fix.", true)
+        );
     }
 }

@@ -367,7 +367,8 @@ impl Config {
             None => Layer::default(),
         };
         if let Some(home) = &sources.user_config_home {
-            user.instructions = user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
+            user.instructions =
+                user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
         }
         let (mut project, untrusted) = Self::project_layer(cwd, trust)?;
         project.instructions =

@@ -45,9 +45,15 @@ pub const GATED: &[(&str, &str)] = &[
     ("data_dir", "keep tinycode's task output in this directory"),
     ("mcp", "start these MCP servers (programs on your machine, or services it sends data to)"),
     ("lsp", "start these language servers"),
-    ("commands", "run these shell lines when you use the project's slash command (each line still asks first)"),
+    (
+        "commands",
+        "run these shell lines when you use the project's slash command (each line still asks first)",
+    ),
     ("hooks", "run these hooks"),
-    ("instructions", "load these files from outside the project into the prompt (the model may send them on)"),
+    (
+        "instructions",
+        "load these files from outside the project into the prompt (the model may send them on)",
+    ),
 ];
 
 /// Why an unlisted setting is gated.
@@ -92,7 +98,9 @@ pub fn split(table: &Table) -> (Table, Vec<(String, Value)>) {
 pub fn inside_project(entry: &str) -> bool {
     let path = Path::new(entry);
     !entry.starts_with('~')
-        && path.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
 }
 
 /// `instructions`: the entries inside the project are harmless, the others gated.

@@ -86,7 +86,11 @@ pub fn expand(text: &str, args: &str, style: Style) -> String {
     let Some(re) = PLACEHOLDER.as_ref() else { return text.to_string() };
     let raw = args.trim();
     if !re.is_match(text) {
-        return if raw.is_empty() { text.to_string() } else { format!("{}\n\nARGUMENTS: {raw}", text.trim_end()) };
+        return if raw.is_empty() {
+            text.to_string()
+        } else {
+            format!("{}\n\nARGUMENTS: {raw}", text.trim_end())
+        };
     }
     let words = split(raw);
     let highest = re
@@ -108,7 +112,9 @@ pub fn expand(text: &str, args: &str, style: Style) -> String {
         match style {
             Style::ZeroBased => words.get(n).cloned().unwrap_or_else(|| whole.to_string()),
             Style::OneBased if n == 0 => whole.to_string(),
-            Style::OneBased if n == highest => words.get(n - 1..).map(|rest| rest.join(" ")).unwrap_or_default(),
+            Style::OneBased if n == highest => {
+                words.get(n - 1..).map(|rest| rest.join(" ")).unwrap_or_default()
+            }
             Style::OneBased => words.get(n - 1).cloned().unwrap_or_default(),
         }
     })
@@ -146,7 +152,10 @@ mod tests {
 
     #[test]
     fn arguments_split_like_shell_words() {
-        assert_eq!(split(r#"one "two words" 'three $x' four\ five"#), ["one", "two words", "three $x", "four five"]);
+        assert_eq!(
+            split(r#"one "two words" 'three $x' four\ five"#),
+            ["one", "two words", "three $x", "four five"]
+        );
         assert_eq!(split("  "), Vec::<String>::new());
         assert_eq!(split(r#""" x"#), ["", "x"]);
     }
@@ -154,7 +163,10 @@ mod tests {
     #[test]
     fn one_based_placeholders_take_positions_and_the_highest_takes_the_rest() {
         let text = "Fix issue $1 in $2. All: $ARGUMENTS";
-        assert_eq!(expand(text, "42 src/lib.rs and more", Style::OneBased), "Fix issue 42 in src/lib.rs and more. All: 42 src/lib.rs and more");
+        assert_eq!(
+            expand(text, "42 src/lib.rs and more", Style::OneBased),
+            "Fix issue 42 in src/lib.rs and more. All: 42 src/lib.rs and more"
+        );
         assert_eq!(expand("a=$1 b=$2", "x", Style::OneBased), "a=x b=");
         assert_eq!(expand("keep $0", "x", Style::OneBased), "keep $0");
     }
@@ -167,7 +179,10 @@ mod tests {
 
     #[test]
     fn a_text_without_placeholders_gets_the_arguments_appended() {
-        assert_eq!(expand("Review the diff.\n", "carefully", Style::OneBased), "Review the diff.\n\nARGUMENTS: carefully");
+        assert_eq!(
+            expand("Review the diff.\n", "carefully", Style::OneBased),
+            "Review the diff.\n\nARGUMENTS: carefully"
+        );
         assert_eq!(expand("Review the diff.\n", " ", Style::OneBased), "Review the diff.\n");
     }
 

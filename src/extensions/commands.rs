@@ -46,8 +46,10 @@ pub fn shell_lines(body: &str) -> Vec<String> {
 /// Replace each shell line in `body` by what `run` returns for it.
 pub fn replace_shell_lines(body: &str, mut run: impl FnMut(&str) -> String) -> String {
     let Some(re) = SHELL_LINE.as_ref() else { return body.to_string() };
-    re.replace_all(body, |caps: &regex::Captures| run(caps.get(1).map(|m| m.as_str().trim()).unwrap_or_default()))
-        .into_owned()
+    re.replace_all(body, |caps: &regex::Captures| {
+        run(caps.get(1).map(|m| m.as_str().trim()).unwrap_or_default())
+    })
+    .into_owned()
 }
 
 fn derived_description(body: &str) -> String {
@@ -70,7 +72,10 @@ fn read(path: &Path, name: String, origin: Origin) -> Result<CustomCommand, Stri
         document.get("argument-hint").map(String::from).or_else(|| arguments::hint(&body, origin.style()));
     Ok(CustomCommand {
         name,
-        description: document.get("description").map(String::from).unwrap_or_else(|| derived_description(&body)),
+        description: document
+            .get("description")
+            .map(String::from)
+            .unwrap_or_else(|| derived_description(&body)),
         hint,
         model: document.get("model").map(String::from),
         agent: document.get("agent").map(String::from),
@@ -163,7 +168,12 @@ mod tests {
         let review = &commands[1];
         assert_eq!(commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["frontend:lint", "review"]);
         assert_eq!(
-            (review.description.as_str(), review.hint.as_deref(), review.model.as_deref(), review.agent.as_deref()),
+            (
+                review.description.as_str(),
+                review.hint.as_deref(),
+                review.model.as_deref(),
+                review.agent.as_deref()
+            ),
             ("Review the diff", Some("[focus]"), Some("m"), Some("plan"))
         );
         assert_eq!(review.body, "Review: $ARGUMENTS");
@@ -173,7 +183,10 @@ mod tests {
         );
         assert_eq!(
             problems,
-            [Problem { path: b.join("empty.md"), reason: "it has no prompt text after its frontmatter".into() }]
+            [Problem {
+                path: b.join("empty.md"),
+                reason: "it has no prompt text after its frontmatter".into()
+            }]
         );
     }
 
@@ -181,6 +194,9 @@ mod tests {
     fn shell_lines_are_found_and_replaced_in_place() {
         let body = "Status:\n!`git status --short`\nLog: !`git log -1` done";
         assert_eq!(shell_lines(body), ["git status --short", "git log -1"]);
-        assert_eq!(replace_shell_lines(body, |cmd| format!("<{cmd}>")), "Status:\n<git status --short>\nLog: <git log -1> done");
+        assert_eq!(
+            replace_shell_lines(body, |cmd| format!("<{cmd}>")),
+            "Status:\n<git status --short>\nLog: <git log -1> done"
+        );
     }
 }

@@ -81,7 +81,10 @@ fn block(lines: &[&str], literal: bool) -> String {
 
 /// Does this indented block look like a nested map or list rather than a continued scalar?
 fn nested(lines: &[&str]) -> bool {
-    lines.iter().map(|l| l.trim_start()).any(|l| l.starts_with("- ") || l == "-" || l.contains(": ") || l.ends_with(':'))
+    lines
+        .iter()
+        .map(|l| l.trim_start())
+        .any(|l| l.starts_with("- ") || l == "-" || l.contains(": ") || l.ends_with(':'))
 }
 
 fn fields(lines: &[&str]) -> Result<BTreeMap<String, String>, String> {
@@ -113,7 +116,8 @@ fn fields(lines: &[&str]) -> Result<BTreeMap<String, String>, String> {
         let text = match value.chars().next() {
             Some('|') => block(more, true),
             Some('>') => block(more, false),
-            Some('"' | '\'') => quoted(value).ok_or_else(|| format!("line {number}: the quoted value of `{key}` is not closed"))?,
+            Some('"' | '\'') => quoted(value)
+                .ok_or_else(|| format!("line {number}: the quoted value of `{key}` is not closed"))?,
             Some('[' | '{') => value.to_string(),
             None if nested(more) => continue,
             _ => {
@@ -184,7 +188,10 @@ mod tests {
 
     #[test]
     fn broken_frontmatter_is_an_error_naming_the_line() {
-        assert_eq!(parse("---\nname: x\n").unwrap_err(), "the frontmatter that starts with `---` is never closed");
+        assert_eq!(
+            parse("---\nname: x\n").unwrap_err(),
+            "the frontmatter that starts with `---` is never closed"
+        );
         assert_eq!(
             parse("---\nname: x\njust words\n---\n").unwrap_err(),
             "line 3 of the frontmatter is not `key: value`: `just words`"

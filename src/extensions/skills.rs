@@ -56,9 +56,9 @@ fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
     }
     match document.get("name") {
         None => warnings.push(format!("the frontmatter has no `name`; the folder's name `{folder}` is used")),
-        Some(name) if name != folder => {
-            warnings.push(format!("its name `{name}` does not match its folder; the folder's name `{folder}` is used"))
-        }
+        Some(name) if name != folder => warnings.push(format!(
+            "its name `{name}` does not match its folder; the folder's name `{folder}` is used"
+        )),
         Some(_) => {}
     }
     if !valid_name(folder) {
@@ -116,7 +116,8 @@ pub fn discover(roots: &[Root]) -> (Vec<Skill>, Vec<Problem>) {
 
 /// What a used skill gives the model: its body (arguments put in) and where its files are.
 pub fn activate(skill: &Skill, arguments: &str) -> Result<String, String> {
-    let text = std::fs::read_to_string(&skill.path).map_err(|e| format!("cannot read {}: {e}", skill.path.display()))?;
+    let text = std::fs::read_to_string(&skill.path)
+        .map_err(|e| format!("cannot read {}: {e}", skill.path.display()))?;
     let document = frontmatter::parse(&text).map_err(|e| format!("{}: {e}", skill.path.display()))?;
     let body = super::arguments::expand(document.body.trim(), arguments, skill.origin.style());
     Ok(format!(
@@ -151,7 +152,8 @@ mod tests {
         write(&b.join("notaskill/README.md"), "x");
         let roots = [Root { dir: a.clone(), origin: PROJECT }, Root { dir: b.clone(), origin: USER }];
         let (skills, problems) = discover(&roots);
-        let names: Vec<(&str, &str)> = skills.iter().map(|s| (s.name.as_str(), s.description.as_str())).collect();
+        let names: Vec<(&str, &str)> =
+            skills.iter().map(|s| (s.name.as_str(), s.description.as_str())).collect();
         assert_eq!(names, [("pdf", "Work with PDFs."), ("Review", "Reviews.")]);
         assert_eq!(skills[0].dir, a.join("pdf"));
         assert_eq!(
@@ -170,7 +172,8 @@ mod tests {
                 },
                 Problem {
                     path: b.join("nodesc/SKILL.md"),
-                    reason: "its frontmatter has no `description` (what the skill does and when to use it)".into()
+                    reason: "its frontmatter has no `description` (what the skill does and when to use it)"
+                        .into()
                 },
             ]
         );
@@ -179,7 +182,10 @@ mod tests {
     #[test]
     fn an_activated_skill_gives_its_body_with_arguments_and_its_base_directory() {
         let dir = tempfile::tempdir().unwrap();
-        write(&dir.path().join("fix/SKILL.md"), "---\nname: fix\ndescription: d\n---\nFix issue $1 ($ARGUMENTS).\n");
+        write(
+            &dir.path().join("fix/SKILL.md"),
+            "---\nname: fix\ndescription: d\n---\nFix issue $1 ($ARGUMENTS).\n",
+        );
         let (skills, _) = discover(&[Root { dir: dir.path().into(), origin: PROJECT }]);
         assert_eq!(
             activate(&skills[0], "42 fast").unwrap(),

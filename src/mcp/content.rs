@@ -100,7 +100,8 @@ mod tests {
 
     #[test]
     fn structured_content_stands_in_for_empty_content_and_errors_are_flagged() {
-        let (text, _, error) = render(&result(json!({"content": [], "structuredContent": {"n": 1}, "isError": true})));
+        let (text, _, error) =
+            render(&result(json!({"content": [], "structuredContent": {"n": 1}, "isError": true})));
         assert_eq!(text, "{\n  \"n\": 1\n}");
         assert!(error);
         let (text, display, _) = render(&result(json!({"content": []})));

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    ErrorCode, FormElicitationCapability, Implementation,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorCode, FormElicitationCapability, Implementation, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
@@ -78,7 +78,8 @@ pub struct Handler {
 pub fn client_config(elicitation: bool) -> ClientConfig {
     let mut capabilities = ClientCapabilities::default();
     if elicitation {
-        capabilities.elicitation = Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        capabilities.elicitation =
+            Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
     }
     ClientConfig::new(capabilities, Implementation::new("tinycode", env!("CARGO_PKG_VERSION")))
         .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
@@ -137,7 +138,11 @@ impl ClientHandler for Handler {
         (self.shared.on_change)();
     }
 
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
         let sink = lock(&self.shared.progress).get(&token_key(&params.progress_token)).cloned();
         let Some(sink) = sink else { return };
         let amount = match params.total {

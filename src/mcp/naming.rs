@@ -15,8 +15,10 @@ pub const PREFIX: &str = "mcp__";
 
 /// `[A-Za-z0-9_-]` only: every other character becomes `_` (nothing is collapsed); empty becomes `_`.
 pub fn sanitize(part: &str) -> String {
-    let clean: String =
-        part.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let clean: String = part
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
     if clean.is_empty() { "_".into() } else { clean }
 }
 

@@ -30,6 +30,8 @@ use crate::tool::ToolError;
 
 /// Time a list refresh may take before the old list is kept.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time allowed for a server whose handshake failed to be seen exiting.
+const EXIT_NOTICE: Duration = Duration::from_millis(500);
 /// Time an HTTP server gets to hear that the session ends.
 const HTTP_CLOSE: Duration = Duration::from_secs(1);
 
@@ -172,16 +174,23 @@ impl Server {
                 match handler.serve((stdout, stdin)).await {
                     Ok(service) => (service, Some(process)),
                     Err(e) => {
-                        let exited = process.exited().map(|how| format!(" (it {how})")).unwrap_or_default();
-                        return Err(with_stderr(format!("its handshake failed{exited}: {e}"), Some(&process)));
+                        // A server that died says more by how it exited than by the broken pipe.
+                        let exited = tokio::time::timeout(EXIT_NOTICE, process.wait()).await.ok();
+                        let reason = match exited {
+                            Some(how) => format!("it {how} before completing the MCP handshake"),
+                            None => format!("its MCP handshake failed: {e}"),
+                        };
+                        return Err(with_stderr(reason, Some(&process)));
                     }
                 }
             }
             Transport::Http { url, headers } => {
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
-                    let name = reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
-                    let value = reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
+                    let name =
+                        reqwest::header::HeaderName::try_from(name.as_str()).map_err(|e| e.to_string())?;
+                    let value =
+                        reqwest::header::HeaderValue::try_from(value.as_str()).map_err(|e| e.to_string())?;
                     custom.insert(name, value);
                 }
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
@@ -195,7 +204,12 @@ impl Server {
         };
         let peer = service.peer().clone();
         let catalog = read_catalog(&peer).await.map_err(|e| with_stderr(e, process.as_ref()))?;
-        Ok(Live { peer, service: tokio::sync::Mutex::new(Some(service)), process, catalog: Mutex::new(catalog) })
+        Ok(Live {
+            peer,
+            service: tokio::sync::Mutex::new(Some(service)),
+            process,
+            catalog: Mutex::new(catalog),
+        })
     }
 
     /// Mark the server failed and say so, once.
@@ -246,7 +260,9 @@ impl Server {
         let read = tokio::time::timeout(REFRESH_TIMEOUT, read_catalog(&live.peer)).await;
         match read {
             Ok(Ok(catalog)) => *lock(&live.catalog) = catalog,
-            Ok(Err(e)) => tracing::warn!(server = %self.name(), error = %e, "could not refresh the MCP server's lists"),
+            Ok(Err(e)) => {
+                tracing::warn!(server = %self.name(), error = %e, "could not refresh the MCP server's lists")
+            }
             Err(_) => tracing::warn!(server = %self.name(), "refreshing the MCP server's lists timed out"),
         }
     }
@@ -263,9 +279,11 @@ impl Server {
     /// A failed request: a closed connection withdraws the server.
     fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
         match error {
-            ServiceError::McpError(e) => {
-                ToolError::execution(format!("the MCP server `{}` answered with an error: {}", self.name(), e.message))
-            }
+            ServiceError::McpError(e) => ToolError::execution(format!(
+                "the MCP server `{}` answered with an error: {}",
+                self.name(),
+                e.message
+            )),
             ServiceError::Timeout { timeout } => ToolError::execution(format!(
                 "the MCP server `{}` did not answer within {} s; the request was cancelled",
                 self.name(),
@@ -330,7 +348,10 @@ impl Server {
         progress: Option<ProgressSink>,
     ) -> Result<CallToolResult, ToolError> {
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        match self.request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), cancel, progress).await? {
+        match self
+            .request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), cancel, progress)
+            .await?
+        {
             ServerResult::CallToolResult(result) => Ok(result),
             _ => Err(ToolError::execution(format!(
                 "the MCP server `{}` answered the call with something other than a tool result",
@@ -340,13 +361,20 @@ impl Server {
     }
 
     /// Read resource `uri`.
-    pub async fn read_resource(&self, uri: &str, cancel: &CancellationToken) -> Result<ReadResourceResult, ToolError> {
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        cancel: &CancellationToken,
+    ) -> Result<ReadResourceResult, ToolError> {
         let request = ClientRequest::ReadResourceRequest(rmcp::model::ReadResourceRequest::new(
             ReadResourceRequestParams::new(uri),
         ));
         match self.request(request, cancel, None).await? {
             ServerResult::ReadResourceResult(result) => Ok(result),
-            _ => Err(ToolError::execution(format!("the MCP server `{}` answered with something other than a resource", self.name()))),
+            _ => Err(ToolError::execution(format!(
+                "the MCP server `{}` answered with something other than a resource",
+                self.name()
+            ))),
         }
     }
 
@@ -361,7 +389,10 @@ impl Server {
         let request = ClientRequest::GetPromptRequest(rmcp::model::GetPromptRequest::new(params));
         match self.request(request, cancel, None).await? {
             ServerResult::GetPromptResult(result) => Ok(result),
-            _ => Err(ToolError::execution(format!("the MCP server `{}` answered with something other than a prompt", self.name()))),
+            _ => Err(ToolError::execution(format!(
+                "the MCP server `{}` answered with something other than a prompt",
+                self.name()
+            ))),
         }
     }
 
@@ -383,7 +414,10 @@ async fn close_live(live: &Live) {
     if let Some(service) = service {
         match &live.process {
             // The service's end drops the transport, closing the server's stdin; do not wait for it.
-            Some(_) => drop(service.cancellation_token().cancel()),
+            Some(_) => {
+                service.cancellation_token().cancel();
+                drop(service);
+            }
             None => {
                 let mut service = service;
                 let _ = service.close_with_timeout(HTTP_CLOSE).await;

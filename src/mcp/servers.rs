@@ -128,7 +128,8 @@ impl Servers {
         {
             let mut names = lock(&self.names);
             for server in &servers {
-                let catalog = if server.phase() == Phase::Ready { server.catalog() } else { Default::default() };
+                let catalog =
+                    if server.phase() == Phase::Ready { server.catalog() } else { Default::default() };
                 let raw: Vec<String> = catalog.tools.iter().map(|t| t.name.to_string()).collect();
                 names.retain(server.name(), &raw);
                 resources |= !catalog.resources.is_empty();
@@ -226,12 +227,18 @@ impl Servers {
                 }
                 None if *required => {
                     let all: Vec<String> = command.arguments.iter().map(|(a, _)| format!("<{a}>")).collect();
-                    return Err(format!("`/{}` needs its argument `{name}`: /{} {}", command.name, command.name, all.join(" ")));
+                    return Err(format!(
+                        "`/{}` needs its argument `{name}`: /{} {}",
+                        command.name,
+                        command.name,
+                        all.join(" ")
+                    ));
                 }
                 None => {}
             }
         }
-        let result = server.get_prompt(&command.prompt, arguments, cancel).await.map_err(|e| e.to_string())?;
+        let result =
+            server.get_prompt(&command.prompt, arguments, cancel).await.map_err(|e| e.to_string())?;
         Ok(prompt_messages(&result))
     }
 

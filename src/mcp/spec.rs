@@ -164,7 +164,10 @@ mod tests {
             Declared { name: "old".into(), transport: Err("SSE servers are not supported".into()) },
         ];
         let config = BTreeMap::from([
-            ("fs".to_string(), McpServerConfig { enabled: Some(false), call_timeout_ms: Some(5), ..Default::default() }),
+            (
+                "fs".to_string(),
+                McpServerConfig { enabled: Some(false), call_timeout_ms: Some(5), ..Default::default() },
+            ),
             (
                 "web".to_string(),
                 McpServerConfig {
@@ -178,7 +181,8 @@ mod tests {
             ("none".to_string(), McpServerConfig::default()),
         ]);
         let specs = resolve(&editor, &config, S, C);
-        let summary: Vec<(&str, Result<&Transport, &str>, bool, u128, u128)> = specs
+        type Row<'a> = (&'a str, Result<&'a Transport, &'a str>, bool, u128, u128);
+        let summary: Vec<Row> = specs
             .iter()
             .map(|s| {
                 (
@@ -198,7 +202,7 @@ mod tests {
             summary,
             [
                 ("fs", Ok(&stdio("/bin/fs")), false, 10_000, 5),
-                ("fs", Err("the editor declares another server named `fs`"), true, 10_000, 5),
+                ("fs", Err("the editor declares another server named `fs`"), false, 10_000, 5),
                 ("old", Err("SSE servers are not supported"), true, 10_000, 120_000),
                 ("bad", Err("its URL `ftp://x` is not http or https"), true, 10_000, 120_000),
                 ("none", Err("it sets neither `command` nor `url`"), true, 10_000, 120_000),

@@ -258,7 +258,10 @@ pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
     // An MCP tool may change anything; only one its server marks read-only is even asked about in plan mode.
     let mcp_change = ask.category == Category::Mcp && ask.presentation.kind != crate::display::Kind::Read;
     let forbidden = mcp_change
-        || matches!(ask.category, Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell);
+        || matches!(
+            ask.category,
+            Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
+        );
     (agent == "plan" && forbidden && !PLAN_SAFE_TOOLS.contains(&ask.tool.as_str())).then(|| {
         (
             Rule::new(ask.category.as_str(), "*", Action::Deny),

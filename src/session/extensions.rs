@@ -110,9 +110,10 @@ impl Session {
     /// What the session's MCP servers report.
     pub(super) fn mcp_report(&self, report: Report) {
         match report {
-            Report::Failed { server, reason } => {
-                self.notice(format!("MCP server `{server}` is unavailable"), format!("{reason}. Its tools are withdrawn; `/mcp` shows the servers."))
-            }
+            Report::Failed { server, reason } => self.notice(
+                format!("MCP server `{server}` is unavailable"),
+                format!("{reason}. Its tools are withdrawn; `/mcp` shows the servers."),
+            ),
             Report::Changed => self.advertise_commands(false),
         }
     }
@@ -136,7 +137,8 @@ impl Session {
 
     /// Instruction files and skills for the system prompt.
     pub(super) fn extras(&self, config: &Config) -> Extras {
-        let global = self.sources.user_config_home.as_ref().map(|home| home.join("tinycode").join("AGENTS.md"));
+        let global =
+            self.sources.user_config_home.as_ref().map(|home| home.join("tinycode").join("AGENTS.md"));
         Extras {
             global_instructions: global,
             instruction_files: config.instructions.clone(),
@@ -146,7 +148,9 @@ impl Session {
 }
 
 /// The report function a session's servers get: it reaches the session while it lives.
-pub(super) fn reporter(session: Arc<std::sync::OnceLock<std::sync::Weak<Session>>>) -> Arc<dyn Fn(Report) + Send + Sync> {
+pub(super) fn reporter(
+    session: Arc<std::sync::OnceLock<std::sync::Weak<Session>>>,
+) -> Arc<dyn Fn(Report) + Send + Sync> {
     Arc::new(move |report| {
         if let Some(session) = session.get().and_then(std::sync::Weak::upgrade) {
             session.mcp_report(report);

@@ -52,8 +52,9 @@ impl Session {
         blocks: Value,
         cancel: &CancellationToken,
     ) -> Result<StopReason, TurnError> {
-        let invocation = commands::split(&input)
-            .and_then(|(name, args)| commands::resolve(&name, args, &self.catalog(), &self.mcp.prompt_commands()));
+        let invocation = commands::split(&input).and_then(|(name, args)| {
+            commands::resolve(&name, args, &self.catalog(), &self.mcp.prompt_commands())
+        });
         if !matches!(invocation, Some(Invocation::Builtin(b, _)) if b != Builtin::Init) {
             self.name_from(&input);
         }
@@ -116,7 +117,8 @@ impl Session {
                 return Ok(self.compact_command(turn, conversation, cancel).await);
             }
             Builtin::Init => {
-                let text = if args.is_empty() { INIT.to_string() } else { format!("{INIT}\nFocus on: {args}") };
+                let text =
+                    if args.is_empty() { INIT.to_string() } else { format!("{INIT}\nFocus on: {args}") };
                 return self.run(conversation, replaced(input, text), blocks, None, cancel).await;
             }
             Builtin::Permissions => {
@@ -143,7 +145,11 @@ impl Session {
             base_url: &config.base_url,
             servers: &self.mcp.statuses(),
             skills: self.catalog().skills.len(),
-            user_config: self.sources.user_config_home.as_ref().map(|h| h.join("tinycode").join("config.toml")),
+            user_config: self
+                .sources
+                .user_config_home
+                .as_ref()
+                .map(|h| h.join("tinycode").join("config.toml")),
             project_config: Config::project_file(&self.cwd),
         })
     }
@@ -163,7 +169,8 @@ impl Session {
 
     fn switch_mode(&self, name: &str) -> String {
         let Some(mode) = Mode::parse(name) else {
-            let unknown = if name.is_empty() { String::new() } else { format!("There is no mode `{name}`.\n\n") };
+            let unknown =
+                if name.is_empty() { String::new() } else { format!("There is no mode `{name}`.\n\n") };
             return format!("{unknown}{}", builtin::modes(self.settings().mode));
         };
         match self.set_option(MODE_OPTION, mode.id()) {
@@ -191,7 +198,12 @@ impl Session {
     }
 
     /// The prompt a custom command makes.
-    async fn expand_command(&self, command: &CustomCommand, args: &str, cancel: &CancellationToken) -> String {
+    async fn expand_command(
+        &self,
+        command: &CustomCommand,
+        args: &str,
+        cancel: &CancellationToken,
+    ) -> String {
         let text = arguments::expand(&command.body, args, command.origin.style());
         let lines = files::shell_lines(&text);
         let mut outputs = Vec::new();
@@ -211,7 +223,9 @@ impl Session {
     /// Are the shell lines of the project's command `name` covered by the user's trust? Checked afresh.
     fn project_lines_trusted(&self, name: &str) -> bool {
         match Config::load(&self.sources, &self.cwd, &self.trust) {
-            Ok(loaded) => loaded.untrusted.is_none_or(|r| !r.wants.iter().any(|w| w.key == format!("commands.{name}"))),
+            Ok(loaded) => {
+                loaded.untrusted.is_none_or(|r| !r.wants.iter().any(|w| w.key == format!("commands.{name}")))
+            }
             Err(_) => false,
         }
     }
@@ -253,7 +267,10 @@ impl Session {
             raw_input,
             protected: None,
         };
-        let why = format!("The command `/{}` runs this shell line; its output goes into your prompt.", command.name);
+        let why = format!(
+            "The command `/{}` runs this shell line; its output goes into your prompt.",
+            command.name
+        );
         let verdict = tokio::select! {
             verdict = self.perms.confirm(&ask, &why) => verdict,
             () = cancel.cancelled() => Verdict::Cancelled,
@@ -267,7 +284,11 @@ impl Session {
             }
             Verdict::Denied { why, .. } => {
                 let text = format!("Not run: {why}");
-                (ToolStatus::Failed, text.clone(), format!("[`{line}` was not run: a permission rule denies it]"))
+                (
+                    ToolStatus::Failed,
+                    text.clone(),
+                    format!("[`{line}` was not run: a permission rule denies it]"),
+                )
             }
             Verdict::Rejected | Verdict::Cancelled => (
                 ToolStatus::Failed,

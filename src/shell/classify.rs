@@ -20,8 +20,8 @@ mod wrap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-pub use shape::{Shape, shapes};
 pub use secret::is_secret_path;
+pub use shape::{Shape, shapes};
 pub use wrap::may_be_prefix;
 
 use tokenize::{Simple, Word};

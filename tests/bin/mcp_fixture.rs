@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
 
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 #[derive(Default)]
 struct State {
@@ -79,11 +80,15 @@ async fn call(state: &Shared, out: &Out, id: &Value, params: &Value) -> Option<V
     Some(match params["name"].as_str().unwrap_or_default() {
         "echo" => text(format!("echo: {}", arg("text"))),
         "fail" => json!({"content": [{"type": "text", "text": arg("message")}], "isError": true}),
-        "image" => json!({"content": [{"type": "text", "text": "a red dot"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]}),
+        "image" => {
+            json!({"content": [{"type": "text", "text": "a red dot"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]})
+        }
         "added" => text("the added tool works"),
         "cancelled" => text(format!("cancelled: {:?}", state.lock().unwrap().cancelled)),
         "env" => text(std::env::var(arg("name")).unwrap_or_else(|_| "(unset)".into())),
-        "pid" => text(format!("pid {} child {}", std::process::id(), state.lock().unwrap().child.unwrap_or(0))),
+        "pid" => {
+            text(format!("pid {} child {}", std::process::id(), state.lock().unwrap().child.unwrap_or(0)))
+        }
         "crash" => {
             eprintln!("crashing on purpose");
             std::process::exit(3);
@@ -154,9 +159,17 @@ async fn request(state: &Shared, out: &Out, id: &Value, method: &str, params: &V
             let style = args["style"].as_str().unwrap_or("plain");
             json!({"messages": [{"role": "user", "content": {"type": "text", "text": format!("Review focusing on {focus} in {style} style")}}]})
         }
-        "resources/list" => json!({"resources": [{"uri": "mem://notes/today", "name": "today", "mimeType": "text/plain", "description": "Today's notes"}]}),
-        "resources/read" => json!({"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": "Buy milk"}]}),
-        other => return Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("no method {other}")}})),
+        "resources/list" => {
+            json!({"resources": [{"uri": "mem://notes/today", "name": "today", "mimeType": "text/plain", "description": "Today's notes"}]})
+        }
+        "resources/read" => {
+            json!({"contents": [{"uri": params["uri"], "mimeType": "text/plain", "text": "Buy milk"}]})
+        }
+        other => {
+            return Some(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": format!("no method {other}")}}),
+            );
+        }
     };
     if let Some(message) = result.get("__error") {
         return Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message}}));
@@ -204,8 +217,13 @@ async fn stdio(state: Shared, hold: Option<String>, ignore_eof: bool) {
                 {
                     wait_for(path).await;
                 }
-                let (state, out, id, method, params) =
-                    (state.clone(), Some(tx.clone()), id.clone(), method.to_string(), message["params"].clone());
+                let (state, out, id, method, params) = (
+                    state.clone(),
+                    Some(tx.clone()),
+                    id.clone(),
+                    method.to_string(),
+                    message["params"].clone(),
+                );
                 tokio::spawn(async move {
                     if let Some(reply) = request(&state, &out, &id, &method, &params).await {
                         let _ = out.unwrap().send(reply);
@@ -256,16 +274,26 @@ async fn http_one(state: Shared, mut stream: tokio::net::TcpStream) {
     }
     let method = head.split_whitespace().next().unwrap_or_default().to_string();
     let respond = |status: &str, extra: &str, body: &str| {
-        format!("HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+        format!(
+            "HTTP/1.1 {status}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
     };
     let reply = match method.as_str() {
         "POST" => {
-            let message: Value = serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
+            let message: Value =
+                serde_json::from_slice(&buffer[body_start..body_start + length]).unwrap_or(Value::Null);
             match (message.get("method").and_then(Value::as_str), message.get("id")) {
                 (Some(name), Some(id)) => {
-                    let reply = request(&state, &None, id, name, &message["params"]).await.unwrap_or(Value::Null);
-                    let session = if name == "initialize" { "Mcp-Session-Id: fixture-session\r\n" } else { "" };
-                    respond("200 OK", &format!("{session}Content-Type: application/json\r\n"), &reply.to_string())
+                    let reply =
+                        request(&state, &None, id, name, &message["params"]).await.unwrap_or(Value::Null);
+                    let session =
+                        if name == "initialize" { "Mcp-Session-Id: fixture-session\r\n" } else { "" };
+                    respond(
+                        "200 OK",
+                        &format!("{session}Content-Type: application/json\r\n"),
+                        &reply.to_string(),
+                    )
                 }
                 _ => {
                     notification(&state, &message);
@@ -306,8 +334,9 @@ async fn main() {
     if flag("--ignore-eof") {
         // SAFETY: ignoring a signal has no memory-safety preconditions.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
-        let child = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("300").spawn().unwrap();
         state.lock().unwrap().child = Some(child.id());
+        std::thread::spawn(move || child.wait());
     }
     if flag("--http") {
         http(state).await;

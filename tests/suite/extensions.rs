@@ -30,23 +30,55 @@ fn commands(h: &Harness, session: &agent_client_protocol::v1::schema::SessionId)
 #[tokio::test]
 async fn the_menu_lists_built_ins_then_commands_then_skills_with_hints_and_the_project_wins() {
     let h = Harness::start(vec![]).await;
-    h.write(".tinycode/commands/review.md", "---\ndescription: Review the diff\nargument-hint: \"[focus]\"\n---\nReview $ARGUMENTS\n");
+    h.write(
+        ".tinycode/commands/review.md",
+        "---\ndescription: Review the diff\nargument-hint: \"[focus]\"\n---\nReview $ARGUMENTS\n",
+    );
     h.write(".claude/commands/team/fix.md", "Fix issue $0 in $1\n");
-    h.write(".agents/skills/pdf/SKILL.md", "---\nname: pdf\ndescription: Work with PDFs.\n---\nUse pdftotext.\n");
+    h.write(
+        ".agents/skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Work with PDFs.\n---\nUse pdftotext.\n",
+    );
     write(&h.config_home().join("tinycode/commands/review.md"), "---\ndescription: My review\n---\nmine\n");
-    write(&h.home().join(".claude/skills/notes/SKILL.md"), "---\nname: notes\ndescription: Take notes.\n---\nWrite them down.\n");
+    write(
+        &h.home().join(".claude/skills/notes/SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nWrite them down.\n",
+    );
     let session = h.session().await;
     let menu = commands(&h, &session);
     let names: Vec<&str> = menu.iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["help", "init", "compact", "permissions", "model", "mode", "mcp", "skills", "review", "team:fix", "pdf", "notes"]
+        [
+            "help",
+            "init",
+            "compact",
+            "permissions",
+            "model",
+            "mode",
+            "mcp",
+            "skills",
+            "review",
+            "team:fix",
+            "pdf",
+            "notes"
+        ]
     );
-    assert_eq!(menu[8], json!({"name": "review", "description": "Review the diff", "input": {"hint": "[focus]"}}));
-    assert_eq!(menu[9], json!({"name": "team:fix", "description": "Fix issue $0 in $1", "input": {"hint": "<$0> <$1>"}}));
+    assert_eq!(
+        menu[8],
+        json!({"name": "review", "description": "Review the diff", "input": {"hint": "[focus]"}})
+    );
+    assert_eq!(
+        menu[9],
+        json!({"name": "team:fix", "description": "Fix issue $0 in $1", "input": {"hint": "<$0> <$1>"}})
+    );
     assert_eq!(menu[10]["description"], "Work with PDFs.");
     // The announcement comes after the session's answer, so the editor knows the session.
-    let first = h.client.updates_json().iter().position(|n| n["update"]["sessionUpdate"] == "available_commands_update");
+    let first = h
+        .client
+        .updates_json()
+        .iter()
+        .position(|n| n["update"]["sessionUpdate"] == "available_commands_update");
     assert!(first.is_some());
 }
 
@@ -56,7 +88,10 @@ async fn help_is_answered_locally_without_asking_the_model() {
     let session = h.session().await;
     h.client.prompt(&session, "/help").await.unwrap();
     let text = h.said(&session).concat();
-    assert!(text.starts_with("**Commands**\n- `/help`: Show the commands, the modes and the key settings\n"), "{text}");
+    assert!(
+        text.starts_with("**Commands**\n- `/help`: Show the commands, the modes and the key settings\n"),
+        "{text}"
+    );
     assert!(text.contains("- `/mode build | plan | accept-edits | yolo`: Switch the mode"), "{text}");
     assert!(text.contains("**Modes** (now `build`;"), "{text}");
     assert!(text.contains("- Model: `fake-model` at "), "{text}");
@@ -73,7 +108,10 @@ async fn a_command_expands_its_arguments_and_inlines_files_before_the_model_sees
     let file = std::fs::canonicalize(h.cwd.join("src/a.rs")).unwrap();
     assert_eq!(
         last_user(&h.model, 0),
-        format!("Review src/a.rs with focus on error handling. See @src/a.rs\n\n<file path=\"{}\">\nfn a() {{}}\n</file>", file.display())
+        format!(
+            "Review src/a.rs with focus on error handling. See @src/a.rs\n\n<file path=\"{}\">\nfn a() {{}}\n</file>",
+            file.display()
+        )
     );
 }
 
@@ -88,10 +126,18 @@ async fn a_users_command_runs_its_shell_lines_only_after_an_ask_without_always()
     let asks = h.client.log.permission_requests.lock().unwrap().clone();
     let ask = serde_json::to_value(&asks[0]).unwrap();
     assert_eq!(ask["toolCall"]["title"], "/status runs `echo hello from the shell`");
-    let options: Vec<&str> = ask["options"].as_array().unwrap().iter().map(|o| o["optionId"].as_str().unwrap()).collect();
-    assert_eq!(options, ["allow_once", "reject_once", "reject_always"], "no \"always allow\" for shell lines");
+    let options: Vec<&str> =
+        ask["options"].as_array().unwrap().iter().map(|o| o["optionId"].as_str().unwrap()).collect();
+    assert_eq!(
+        options,
+        ["allow_once", "reject_once", "reject_always"],
+        "no \"always allow\" for shell lines"
+    );
     h.client.prompt(&session, "/status").await.unwrap();
-    assert_eq!(last_user(&h.model, 1), "Status:\n[`echo hello from the shell` was not run: the user declined it]");
+    assert_eq!(
+        last_user(&h.model, 1),
+        "Status:\n[`echo hello from the shell` was not run: the user declined it]"
+    );
     assert_eq!(h.client.log.permission_requests.lock().unwrap().len(), 2, "every run asks again");
 }
 
@@ -101,9 +147,7 @@ async fn a_project_commands_shell_lines_never_run_until_the_project_is_trusted()
     h.write(".tinycode/commands/leak.md", "Look: !`touch pwned`\n");
     let session = h.session().await;
     // The trust question names the shell line; the test client does not answer it, which is "not now".
-    h.client
-        .wait_log("the trust question", |log| !log.permission_requests.lock().unwrap().is_empty())
-        .await;
+    h.client.wait_log("the trust question", |log| !log.permission_requests.lock().unwrap().is_empty()).await;
     let trust = serde_json::to_value(&h.client.log.permission_requests.lock().unwrap()[0]).unwrap();
     let summary = trust["toolCall"]["content"][0]["content"]["text"].as_str().unwrap().to_string();
     assert!(summary.contains("`commands.leak = [\"touch pwned\"]`"), "{summary}");
@@ -113,7 +157,11 @@ async fn a_project_commands_shell_lines_never_run_until_the_project_is_trusted()
         "Look: [`touch pwned` was not run: shell lines in the project's commands run only once you trust the project]"
     );
     assert!(!h.cwd.join("pwned").exists());
-    assert_eq!(h.client.log.permission_requests.lock().unwrap().len(), 1, "only the trust question was asked");
+    assert_eq!(
+        h.client.log.permission_requests.lock().unwrap().len(),
+        1,
+        "only the trust question was asked"
+    );
 }
 
 #[tokio::test]
@@ -140,11 +188,17 @@ async fn skills_load_through_the_skill_tool_and_as_slash_commands() {
         answer(&["done"]),
     ])
     .await;
-    h.write(".agents/skills/pdf/SKILL.md", "---\nname: pdf\ndescription: Work with PDFs.\n---\nExtract $1 with pdftotext.\n");
+    h.write(
+        ".agents/skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Work with PDFs.\n---\nExtract $1 with pdftotext.\n",
+    );
     let session = h.session().await;
     h.client.prompt(&session, "read the pdf").await.unwrap();
     let prompt = system(&h.model, 0);
-    assert!(prompt.contains("<skill><name>pdf</name><description>Work with PDFs.</description></skill>"), "{prompt}");
+    assert!(
+        prompt.contains("<skill><name>pdf</name><description>Work with PDFs.</description></skill>"),
+        "{prompt}"
+    );
     assert!(!prompt.contains("pdftotext"), "only names and descriptions are in the prompt");
     let dir = h.cwd.join(".agents/skills/pdf");
     let loaded = format!(
@@ -155,7 +209,10 @@ async fn skills_load_through_the_skill_tool_and_as_slash_commands() {
     h.client.prompt(&session, "/pdf report.pdf").await.unwrap();
     assert_eq!(last_user(&h.model, 2), loaded);
     h.client.prompt(&session, "another").await.unwrap();
-    assert_eq!(tool_result(&h.model.messages(4), "s2"), "There is no skill named `nope`. Available skills: pdf.");
+    assert_eq!(
+        tool_result(&h.model.messages(4), "s2"),
+        "There is no skill named `nope`. Available skills: pdf."
+    );
 }
 
 #[tokio::test]
@@ -170,7 +227,10 @@ async fn unreadable_skill_files_are_reported_once_and_listed_by_skills() {
     let path = h.cwd.join(".tinycode/skills/broken/SKILL.md");
     let line = format!("{}: the frontmatter that starts with `---` is never closed", path.display());
     assert_eq!(text.matches(&line).count(), 1, "reported once as a notice: {text}");
-    assert!(text.contains(&format!("**Files that could not be used**\n- `{}`: the frontmatter", path.display())), "{text}");
+    assert!(
+        text.contains(&format!("**Files that could not be used**\n- `{}`: the frontmatter", path.display())),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -192,10 +252,15 @@ async fn mode_and_model_switch_by_name_for_clients_without_pickers() {
     h.client.prompt(&session, "/model fake-model-large").await.unwrap();
     let text = h.said(&session).concat();
     assert!(text.starts_with("The mode is now `plan`: "), "{text}");
-    assert!(text.contains("There is no mode `sideways`.\n\nThe mode is `plan`. Switch with `/mode NAME`:"), "{text}");
+    assert!(
+        text.contains("There is no mode `sideways`.\n\nThe mode is `plan`. Switch with `/mode NAME`:"),
+        "{text}"
+    );
     assert!(text.ends_with("The model is now `fake-model-large`."), "{text}");
     let updates = h.client.updates(&session);
-    assert!(updates.iter().any(|u| u["sessionUpdate"] == "current_mode_update" && u["currentModeId"] == "plan"));
+    assert!(
+        updates.iter().any(|u| u["sessionUpdate"] == "current_mode_update" && u["currentModeId"] == "plan")
+    );
     let options = updates.iter().rev().find(|u| u["sessionUpdate"] == "config_option_update").unwrap();
     let model = options["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "model").unwrap();
     assert_eq!(model["currentValue"], "fake-model-large");
@@ -204,7 +269,10 @@ async fn mode_and_model_switch_by_name_for_clients_without_pickers() {
 
 #[tokio::test]
 async fn instruction_files_come_from_home_the_project_and_the_configuration() {
-    let h = Setup::new(vec![answer(&["ok"])]).config("instructions = [\"docs/style.md\", \"/etc/hostname\"]").start().await;
+    let h = Setup::new(vec![answer(&["ok"])])
+        .config("instructions = [\"docs/style.md\", \"/etc/hostname\"]")
+        .start()
+        .await;
     write(&h.config_home().join("tinycode/AGENTS.md"), "Global rule.");
     h.write("CLAUDE.md", "Claude rule.");
     h.write("docs/style.md", "Style rule.");
@@ -213,5 +281,5 @@ async fn instruction_files_come_from_home_the_project_and_the_configuration() {
     let prompt = system(&h.model, 0);
     let at = |text: &str| prompt.find(text).unwrap_or_else(|| panic!("{text} missing from {prompt}"));
     assert!(at("Global rule.") < at("Claude rule.") && at("Claude rule.") < at("Style rule."));
-    assert!(!prompt.contains(&format!("(from /etc/hostname)")), "files outside the project need trust");
+    assert!(!prompt.contains("(from /etc/hostname)"), "files outside the project need trust");
 }

@@ -376,7 +376,10 @@ impl TestClient {
 
     /// A new session with the MCP servers an editor declares.
     pub async fn new_session_with(&self, cwd: &Path, servers: Vec<acp::McpServer>) -> acp::SessionId {
-        self.call(acp::NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(servers)).await.unwrap().session_id
+        self.call(acp::NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(servers))
+            .await
+            .unwrap()
+            .session_id
     }
 
     pub async fn prompt_blocks(

@@ -50,7 +50,9 @@ impl HttpFixture {
 pub fn offered(model: &FakeModel, n: usize) -> Vec<String> {
     model.requests()[n].body["tools"]
         .as_array()
-        .map(|tools| tools.iter().map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string()).collect())
+        .map(|tools| {
+            tools.iter().map(|t| t["function"]["name"].as_str().unwrap_or_default().to_string()).collect()
+        })
         .unwrap_or_default()
 }
 
@@ -71,7 +73,9 @@ pub fn last_user(model: &FakeModel, n: usize) -> String {
         .find(|m| m["role"] == "user")
         .map(|m| match &m["content"] {
             Value::String(s) => s.clone(),
-            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
+            Value::Array(parts) => {
+                parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join("")
+            }
             _ => String::new(),
         })
         .unwrap_or_default()
@@ -79,5 +83,11 @@ pub fn last_user(model: &FakeModel, n: usize) -> String {
 
 /// The system prompt of model request `n`.
 pub fn system(model: &FakeModel, n: usize) -> String {
-    model.messages(n).iter().find(|m| m["role"] == "system").and_then(|m| m["content"].as_str()).unwrap_or_default().to_string()
+    model
+        .messages(n)
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }

@@ -150,9 +150,16 @@ fn an_ask_is_claimed_once_and_not_now_holds_for_the_process() {
 
 #[test]
 fn instruction_files_inside_the_project_are_harmless_and_the_others_need_trust() {
-    let (harmless, gated) =
-        split(&table("instructions = [\"docs/style.md\", \"./a.md\", \"../x.md\", \"/etc/passwd\", \"~/notes.md\"]\n"));
+    let (harmless, gated) = split(&table(
+        "instructions = [\"docs/style.md\", \"./a.md\", \"../x.md\", \"/etc/passwd\", \"~/notes.md\"]\n",
+    ));
     assert_eq!(harmless, table("instructions = [\"docs/style.md\", \"./a.md\"]\n"));
-    assert_eq!(gated, vec![("instructions".to_string(), table("v = [\"../x.md\", \"/etc/passwd\", \"~/notes.md\"]")["v"].clone())]);
+    assert_eq!(
+        gated,
+        vec![(
+            "instructions".to_string(),
+            table("v = [\"../x.md\", \"/etc/passwd\", \"~/notes.md\"]")["v"].clone()
+        )]
+    );
     assert_eq!(why("instructions"), GATED.iter().find(|(k, _)| *k == "instructions").unwrap().1);
 }

@@ -28,7 +28,10 @@ pub fn help(help: &Help) -> String {
         let hint = command.hint.as_deref().map(|h| format!(" {h}")).unwrap_or_default();
         text.push_str(&format!("- `/{}{hint}`: {}\n", command.name, command.description));
     }
-    text.push_str(&format!("\n**Modes** (now `{}`; switch with `/mode NAME` or the mode picker)\n", help.mode.id()));
+    text.push_str(&format!(
+        "\n**Modes** (now `{}`; switch with `/mode NAME` or the mode picker)\n",
+        help.mode.id()
+    ));
     for mode in Mode::ALL {
         text.push_str(&format!("- `{}`: {}\n", mode.id(), mode.description()));
     }
@@ -55,12 +58,21 @@ fn phase(status: &Status) -> String {
     match &status.phase {
         Phase::Starting => "starting".into(),
         Phase::Ready => {
-            let mut parts = vec![format!("{} tool{}", status.tools, if status.tools == 1 { "" } else { "s" })];
+            let mut parts =
+                vec![format!("{} tool{}", status.tools, if status.tools == 1 { "" } else { "s" })];
             if status.prompts > 0 {
-                parts.push(format!("{} prompt{}", status.prompts, if status.prompts == 1 { "" } else { "s" }));
+                parts.push(format!(
+                    "{} prompt{}",
+                    status.prompts,
+                    if status.prompts == 1 { "" } else { "s" }
+                ));
             }
             if status.resources > 0 {
-                parts.push(format!("{} resource{}", status.resources, if status.resources == 1 { "" } else { "s" }));
+                parts.push(format!(
+                    "{} resource{}",
+                    status.resources,
+                    if status.resources == 1 { "" } else { "s" }
+                ));
             }
             format!("ready with {}", parts.join(", "))
         }

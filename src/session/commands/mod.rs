@@ -30,7 +30,12 @@ pub enum Builtin {
 /// The built-ins as advertised: command, name, description, input hint.
 pub const BUILTINS: [(Builtin, &str, &str, Option<&str>); 8] = [
     (Builtin::Help, "help", "Show the commands, the modes and the key settings", None),
-    (Builtin::Init, "init", "Look at the repository and write or improve AGENTS.md", Some("what to focus on (optional)")),
+    (
+        Builtin::Init,
+        "init",
+        "Look at the repository and write or improve AGENTS.md",
+        Some("what to focus on (optional)"),
+    ),
     (Builtin::Compact, "compact", "Summarise older messages to free up the context window", None),
     (
         Builtin::Permissions,
@@ -39,7 +44,12 @@ pub const BUILTINS: [(Builtin, &str, &str, Option<&str>); 8] = [
         Some("revoke N | clear"),
     ),
     (Builtin::Model, "model", "Switch the model by name (without one, list the models)", Some("model name")),
-    (Builtin::Mode, "mode", "Switch the mode: build, plan, accept-edits or yolo", Some("build | plan | accept-edits | yolo")),
+    (
+        Builtin::Mode,
+        "mode",
+        "Switch the mode: build, plan, accept-edits or yolo",
+        Some("build | plan | accept-edits | yolo"),
+    ),
     (Builtin::Mcp, "mcp", "List the MCP servers: starting, ready with their tools, or failed and why", None),
     (Builtin::Skills, "skills", "List the skills the agent can use, and files that could not be read", None),
 ];
@@ -82,7 +92,8 @@ fn info(name: &str, description: &str, hint: Option<&str>) -> CommandInfo {
 
 /// Every command the session offers, as advertised (a name once, by precedence).
 pub fn available(catalog: &Catalog, prompts: &[PromptCommand]) -> Vec<CommandInfo> {
-    let mut list: Vec<CommandInfo> = BUILTINS.iter().map(|(_, name, about, hint)| info(name, about, *hint)).collect();
+    let mut list: Vec<CommandInfo> =
+        BUILTINS.iter().map(|(_, name, about, hint)| info(name, about, *hint)).collect();
     let mut add = |item: CommandInfo| {
         if !list.iter().any(|c| c.name == item.name) {
             list.push(item);
@@ -143,7 +154,10 @@ mod tests {
         assert_eq!(split(&text("/review  src/a.rs now")), Some(("review".into(), "src/a.rs now".into())));
         assert_eq!(split(&text("compact")), None);
         assert_eq!(split(&text("/ x")), None);
-        assert_eq!(split(&[UserPart::Text("/fix 1".into()), UserPart::Text("more".into())]), Some(("fix".into(), "1".into())));
+        assert_eq!(
+            split(&[UserPart::Text("/fix 1".into()), UserPart::Text("more".into())]),
+            Some(("fix".into(), "1".into()))
+        );
     }
 
     #[test]
@@ -162,15 +176,39 @@ mod tests {
         };
         let other = PromptCommand { name: "mcp__s__q".into(), ..prompt.clone() };
         let prompts = [prompt, other.clone()];
-        assert_eq!(resolve("help", "x".into(), &catalog, &prompts), Some(Invocation::Builtin(Builtin::Help, "x".into())));
-        assert_eq!(resolve("review", String::new(), &catalog, &prompts), Some(Invocation::Custom(command("review"), String::new())));
-        assert_eq!(resolve("pdf", String::new(), &catalog, &prompts), Some(Invocation::Skill(skill("pdf"), String::new())));
-        assert_eq!(resolve("mcp__s__q", "a".into(), &catalog, &prompts), Some(Invocation::Prompt(other, "a".into())));
+        assert_eq!(
+            resolve("help", "x".into(), &catalog, &prompts),
+            Some(Invocation::Builtin(Builtin::Help, "x".into()))
+        );
+        assert_eq!(
+            resolve("review", String::new(), &catalog, &prompts),
+            Some(Invocation::Custom(command("review"), String::new()))
+        );
+        assert_eq!(
+            resolve("pdf", String::new(), &catalog, &prompts),
+            Some(Invocation::Skill(skill("pdf"), String::new()))
+        );
+        assert_eq!(
+            resolve("mcp__s__q", "a".into(), &catalog, &prompts),
+            Some(Invocation::Prompt(other, "a".into()))
+        );
         assert_eq!(resolve("nope", String::new(), &catalog, &prompts), None);
         let names: Vec<String> = available(&catalog, &prompts).into_iter().map(|c| c.name).collect();
         assert_eq!(
             names,
-            ["help", "init", "compact", "permissions", "model", "mode", "mcp", "skills", "review", "pdf", "mcp__s__q"]
+            [
+                "help",
+                "init",
+                "compact",
+                "permissions",
+                "model",
+                "mode",
+                "mcp",
+                "skills",
+                "review",
+                "pdf",
+                "mcp__s__q"
+            ]
         );
         let listed = available(&catalog, &prompts);
         assert_eq!(listed.last().unwrap().hint.as_deref(), Some("<focus>"));

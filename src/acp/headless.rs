@@ -69,6 +69,9 @@ fn show(update: &acp::SessionUpdate, titles: &Titles) {
                 titles.lock().ok().and_then(|t| t.get(&*update.tool_call_id.0).cloned()).unwrap_or_default();
             err(&format!("{mark} {title}"));
         }
+        acp::SessionUpdate::Notice(notice) => {
+            err(&format!("! {}: {}", notice.title, notice.description.as_deref().unwrap_or_default()));
+        }
         _ => {}
     }
 }
@@ -91,9 +94,15 @@ async fn drive(
     cx: agent_client_protocol::v1::ConnectionTo<agent_client_protocol::Agent>,
     options: &Options,
 ) -> Result<Exit, Error> {
-    cx.send_request(acp::InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1))
-        .block_task()
-        .await?;
+    // Notices (an MCP server that failed) go to stderr, not into the answer.
+    let capabilities = acp::ClientCapabilities::new()
+        .session(acp::ClientSessionCapabilities::new().notices(acp::NoticeCapabilities::new()));
+    cx.send_request(
+        acp::InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
+            .client_capabilities(capabilities),
+    )
+    .block_task()
+    .await?;
     let session = cx.send_request(acp::NewSessionRequest::new(options.cwd.clone())).block_task().await?;
     let prompt = vec![acp::ContentBlock::Text(acp::TextContent::new(options.prompt.clone()))];
     let request = cx.send_request(acp::PromptRequest::new(session.session_id.clone(), prompt)).block_task();

@@ -1,5 +1,5 @@
-//! A session's MCP servers: started in the background when the session is made (or when the user trusts a project
-//! that defines some), changed when another connection declares other servers, waited for (at most their
+//! A session's MCP servers: started in the background once the editor has the session's answer (or when the user
+//! trusts a project that defines some), changed when another connection declares other servers, waited for (at most their
 //! start-up timeout) before a model request, and synchronised into the session's tool registry between model
 //! requests, never during one. Also what `/mcp` lists, the prompts offered as slash commands, and closing them all
 //! at once within the bounds of `process`.
@@ -38,6 +38,8 @@ pub struct Servers {
     closed: CancellationToken,
     /// The tool ids this set put into the registry.
     registered: Mutex<Vec<String>>,
+    /// While held, servers wait here instead of starting (a session holds them until the editor has its answer).
+    held: Mutex<Option<Vec<Arc<Server>>>>,
 }
 
 impl Servers {
@@ -51,7 +53,34 @@ impl Servers {
             report,
             closed: CancellationToken::new(),
             registered: Mutex::new(Vec::new()),
+            held: Mutex::new(None),
         })
+    }
+
+    /// Start no server until [`Servers::release`]: the answer to `session/new` must not share the machine with
+    /// three process spawns.
+    pub fn hold(&self) {
+        let mut held = lock(&self.held);
+        if held.is_none() {
+            *held = Some(Vec::new());
+        }
+    }
+
+    /// Start the servers held back, and any later ones at once.
+    pub fn release(&self) {
+        let held = lock(&self.held).take();
+        for server in held.unwrap_or_default() {
+            tokio::spawn(server.start(self.closed.child_token()));
+        }
+    }
+
+    fn launch(&self, server: Arc<Server>) {
+        match lock(&self.held).as_mut() {
+            Some(held) => held.push(server),
+            None => {
+                tokio::spawn(server.start(self.closed.child_token()));
+            }
+        }
     }
 
     /// Where servers' questions go from now on (servers started later declare elicitation by it).
@@ -93,7 +122,7 @@ impl Servers {
             });
             let server = Server::new(spec, self.cwd.clone(), shared, report);
             servers.push(server.clone());
-            tokio::spawn(server.start(self.closed.child_token()));
+            self.launch(server);
         }
         drop(servers);
         (self.report)(Report::Changed);

@@ -648,6 +648,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn mcp_tools_ask_and_plan_mode_refuses_those_their_server_does_not_mark_read_only() {
+        let approver = scripted(vec![Reply::AllowOnce, Reply::AllowAlways]);
+        let plan = service("plan", vec![], Some(approver.clone()));
+        assert!(matches!(plan.check(&ask(Category::Mcp, "fx/write")).await, Verdict::Denied { .. }));
+        let mut read_only = ask(Category::Mcp, "fx/echo");
+        read_only.presentation.kind = crate::display::Kind::Read;
+        assert_eq!(plan.check(&read_only).await, Verdict::Allow, "asked, and the user allowed it");
+        let build = service("build", vec![], Some(approver.clone()));
+        assert_eq!(build.check(&read_only).await, Verdict::Allow);
+        assert_eq!(build.check(&read_only).await, Verdict::Allow, "remembered for fx/echo");
+        assert_eq!(*approver.asked.lock().unwrap(), vec!["fx/echo", "fx/echo"]);
+        assert_eq!(build.remembered().list(), vec![Rule::new("mcp", "fx/echo", Action::Allow)]);
+    }
+
+    #[tokio::test]
+    async fn confirm_asks_whatever_the_rules_allow_and_offers_no_always() {
+        let approver = scripted(vec![Reply::AllowAlways, Reply::AllowOnce]);
+        let s = service("yolo", vec![], Some(approver.clone()));
+        let line = ask(Category::Read, "ls");
+        assert_eq!(s.confirm(&line, "a command's shell line").await, Verdict::Allow);
+        assert_eq!(s.confirm(&line, "a command's shell line").await, Verdict::Allow);
+        let shown = approver.shown.lock().unwrap().clone();
+        assert_eq!(shown.len(), 2, "asked every time, even in yolo for a read-only command");
+        assert!(!shown[0].offers_always());
+        assert_eq!(s.remembered().list(), vec![], "nothing is remembered");
+        let denied = service("build", vec![Rule::new("shell", "rm", Action::Deny)], Some(scripted(vec![])));
+        assert!(matches!(denied.confirm(&ask(Category::Shell, "rm x"), "why").await, Verdict::Denied { .. }));
+    }
+
+    #[tokio::test]
     async fn each_mode_starts_from_its_own_rules() {
         let accept = service("accept-edits", vec![], None);
         assert_eq!(accept.check(&ask(Category::Edit, "/p/x")).await, Verdict::Allow);

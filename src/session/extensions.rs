@@ -88,9 +88,11 @@ impl Session {
         self.sink().emit(AgentEvent::Commands(list));
     }
 
-    /// The editor has the session (its answer went out): advertise the commands and say what was held back.
+    /// The editor has the session (its answer went out): start its MCP servers, advertise the commands and say
+    /// what was held back.
     pub fn announce(&self) {
         self.announced.store(true, Ordering::SeqCst);
+        self.mcp.release();
         self.advertise_commands(true);
         let held: Vec<(String, String)> = lock(&self.pending_notices).drain(..).collect();
         for (title, description) in held {

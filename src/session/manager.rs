@@ -160,6 +160,7 @@ impl Manager {
         let link = Arc::new(std::sync::OnceLock::new());
         let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
         mcp.set_elicitor(seams.elicitor.clone());
+        mcp.hold();
         let session = Arc::new(Session {
             id: row.id.clone(),
             mcp,

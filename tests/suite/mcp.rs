@@ -372,3 +372,40 @@ async fn project_servers_start_only_once_the_project_is_trusted_and_can_be_disab
     assert!(text.contains("- `off` (editor): disabled in the configuration"), "{text}");
     assert!(text.contains("- `proj` (config): "), "{text}");
 }
+
+#[tokio::test]
+async fn a_call_over_its_timeout_fails_and_the_server_is_told_to_stop() {
+    let h = Harness::start(vec![
+        call("c1", "mcp__fx__sleep", json!({"ms": 60000})),
+        call("c2", "mcp__fx__cancelled", json!({})),
+        answer(&["ok"]),
+    ])
+    .await;
+    std::fs::write(
+        h.config_home().join("tinycode/config.toml"),
+        format!("[mcp.fx]\ncommand = \"{FIXTURE}\"\ncall_timeout_ms = 300\n"),
+    )
+    .unwrap();
+    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "sleep").await.unwrap();
+    assert_eq!(
+        tool_result(&h.model.messages(1), "c1"),
+        "Error: the MCP server `fx` did not answer within 0.3 s; the request was cancelled"
+    );
+    let seen = tool_result(&h.model.messages(2), "c2");
+    assert!(seen.contains("(request timeout)"), "{seen}");
+}
+
+#[tokio::test]
+async fn a_loaded_session_starts_the_servers_the_editor_declares_with_the_load() {
+    let mut h = Harness::start(vec![answer(&["first"]), answer(&["second"])]).await;
+    let session = h.session().await;
+    h.client.prompt(&session, "hello").await.unwrap();
+    assert!(!offered(&h.model, 0).iter().any(|n| n.starts_with("mcp__")));
+    h.restart().await;
+    let load = acp::LoadSessionRequest::new(session.clone(), h.cwd.clone()).mcp_servers(vec![stdio("fx", &[], &[])]);
+    h.client.call(load).await.unwrap();
+    h.client.prompt(&session, "again").await.unwrap();
+    assert!(offered(&h.model, 1).contains(&"mcp__fx__echo".to_string()));
+}

@@ -386,7 +386,7 @@ async fn a_call_over_its_timeout_fails_and_the_server_is_told_to_stop() {
         format!("[mcp.fx]\ncommand = \"{FIXTURE}\"\ncall_timeout_ms = 300\n"),
     )
     .unwrap();
-    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce), Answer::Pick(K::AllowOnce)]);
     let session = h.session().await;
     h.client.prompt(&session, "sleep").await.unwrap();
     assert_eq!(
@@ -404,7 +404,8 @@ async fn a_loaded_session_starts_the_servers_the_editor_declares_with_the_load()
     h.client.prompt(&session, "hello").await.unwrap();
     assert!(!offered(&h.model, 0).iter().any(|n| n.starts_with("mcp__")));
     h.restart().await;
-    let load = acp::LoadSessionRequest::new(session.clone(), h.cwd.clone()).mcp_servers(vec![stdio("fx", &[], &[])]);
+    let load =
+        acp::LoadSessionRequest::new(session.clone(), h.cwd.clone()).mcp_servers(vec![stdio("fx", &[], &[])]);
     h.client.call(load).await.unwrap();
     h.client.prompt(&session, "again").await.unwrap();
     assert!(offered(&h.model, 1).contains(&"mcp__fx__echo".to_string()));

@@ -2,7 +2,7 @@
 """Startup benchmark: spawn the release binary, measure spawn -> `initialize` response, `session/new` latency and
 peak RSS (VmHWM). Needs Linux (/proc) and a release build:
 
-    cargo build --release && python3 benches/startup.py [--runs 50]
+    cargo build --release && python3 benches/startup.py [--runs 50] [--binary PATH]
 
 No model is contacted: `session/new` must never wait on the network.
 """
@@ -58,9 +58,12 @@ def summary(name, values, unit):
 
 
 def main():
+    global BINARY
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--binary", default=BINARY, help="the binary to start (default: the release build)")
     args = parser.parse_args()
+    BINARY = args.binary
     if not os.path.exists(BINARY):
         raise SystemExit("build first: cargo build --release")
     inits, news, rss = [], [], []

@@ -16,16 +16,17 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: handlers, conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, conversions, the seams' implementations, headless mode |
+//! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt and instruction files, agent events |
-//! | `llm`        | provider wire formats, SSE, tool-call assembly, retries, malformed-call repair |
+//! | `llm`        | provider wire formats, SSE, stream limits (idle, deadline, output cap), tool-call assembly, retries |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
 //! | `mcp`        | the MCP client: servers (editor's and config's), their processes and bounded close, tool names, the adapter that makes their tools `tool::Def`s, prompts and resources, the `Elicitor` seam |
 //! | `extensions` | discovery and formats of skills (`SKILL.md`) and custom commands (Markdown), argument placeholders |
-//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, truncation, argument reading and alias repair, the error contract |
-//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger, locks and boundary; walks; atomic writes; secret detection; formatters |
-//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups, output capture, background tasks, the editor-terminal seam |
+//! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and ignore rules; atomic writes; secret files and secret content; formatters |
+//! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
@@ -37,7 +38,8 @@
 //! # Dependency rule
 //!
 //! `acp → session → agent → {llm, mcp, tool, permission, store, bus, config}`. Nothing below `session` imports
-//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. The editor is reached only
+//! `acp` (CI greps for it), and nothing below `agent` imports `session` or `agent`. `cli` sits beside `acp` at
+//! the top: it may read `agent` (the journal's replay, for exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`, `mcp::Elicitor`) that `acp` implements.
 //!
@@ -51,10 +53,17 @@
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
 //! `permission`.
 
+// Supported platforms: Linux and macOS. Process groups, signals and the shell tools are Unix-only for now.
+#[cfg(not(unix))]
+compile_error!(
+    "tinycode supports Linux and macOS; Windows is not supported yet (see Platforms in the README). Use WSL, or the Linux binary."
+);
+
 pub mod acp;
 pub mod agent;
 pub mod builtin;
 pub mod bus;
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod control;

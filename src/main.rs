@@ -1,34 +1,32 @@
-//! The `tinycode` command line: `tinycode acp` serves ACP on stdio; `tinycode run "<prompt>"` runs one prompt
-//! headlessly. Logs go to stderr (filtered by `RUST_LOG`) or to `TINYCODE_LOG_FILE`; stdout belongs to ACP.
+//! The `tinycode` binary: parses the command line (`tinycode::cli`, clap) and runs one function per subcommand.
+//! Help and version go to stdout, usage errors to stderr with exit code 2; `--help` lists the exit codes.
+//! Logs go to stderr (filtered by `RUST_LOG`) or to `TINYCODE_LOG_FILE`; in `acp`, stdout belongs to ACP.
+//!
+//! To add a subcommand: one variant in `cli::Command`, one arm in `dispatch`, one function here.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use clap::Parser;
 use tinycode::acp;
+use tinycode::cli::{self, Cli, Command, Exit};
 use tinycode::config::Sources;
-
-const USAGE: &str = "\
-tinycode: a coding agent for editors that speak the Agent Client Protocol
-
-USAGE:
-    tinycode acp                       Serve ACP over stdio (what editors launch)
-    tinycode run [--yes] [--cwd DIR] <prompt>
-                                       Run one prompt headlessly; the answer goes to stdout
-    tinycode trust [--revoke] [DIR]    Let DIR's .tinycode/config.toml (as it is now) run commands, widen
-                                       permissions or pick the server; --revoke stops trusting it
-    tinycode --version | --help
-
-ENVIRONMENT:
-    TINYCODE_BASE_URL   (else OPENAI_BASE_URL, else https://api.openai.com/v1)
-    TINYCODE_API_KEY    (else OPENAI_API_KEY)
-    TINYCODE_MODEL      model name sent to the provider
-    TINYCODE_DATA_DIR   where tinycode keeps its data
-    RUST_LOG            log filter (logs go to stderr), TINYCODE_LOG_FILE to log to a file instead
-";
 
 fn say(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+/// An error line on stderr and its exit code.
+fn fail(exit: Exit, message: &str) -> Exit {
+    say(&format!("error: {message}\n"));
+    exit
 }
 
 /// Start logging. `default` applies when `RUST_LOG` is not set.
@@ -44,27 +42,48 @@ fn init_logging(default: &str) {
     }
 }
 
-struct RunArgs {
-    yes: bool,
-    cwd: Option<PathBuf>,
-    prompt: Vec<String>,
+fn main() -> ExitCode {
+    // The hidden supervisor mode every command runs under; it needs no runtime and must start fast.
+    if let Some(code) = tinycode::shell::supervisor::run_if_requested() {
+        return ExitCode::from(code);
+    }
+    // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
+    let cli = Cli::parse();
+    // Orphans of commands (daemons, `setsid`) are re-parented here rather than to init, so they can be killed.
+    tinycode::shell::tree::become_subreaper();
+    if let Some(executable) = supervisor_executable() {
+        tinycode::shell::process::use_supervisor(executable);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => return fail(Exit::Failed, &format!("cannot start the runtime: {e}")).into(),
+    };
+    tinycode::shell::process::kill_children_on_panic();
+    let exit = runtime.block_on(dispatch(cli));
+    // Nothing this process started may outlive it.
+    tinycode::shell::process::kill_every_descendant();
+    exit.into()
 }
 
-fn parse_run(args: &[String]) -> Result<RunArgs, String> {
-    let mut run = RunArgs { yes: false, cwd: None, prompt: Vec::new() };
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--yes" | "-y" => run.yes = true,
-            "--cwd" => run.cwd = Some(iter.next().ok_or("--cwd needs a directory")?.into()),
-            "--" => run.prompt.extend(iter.by_ref().cloned()),
-            _ => run.prompt.push(arg.clone()),
+/// This very binary, even if it was replaced or deleted since it started.
+fn supervisor_executable() -> Option<PathBuf> {
+    if cfg!(target_os = "linux") { Some(PathBuf::from("/proc/self/exe")) } else { None }
+}
+
+async fn dispatch(cli: Cli) -> Exit {
+    match cli.command {
+        Command::Acp => serve_stdio().await,
+        Command::Run(args) => run(args).await,
+        Command::Sessions(args) => sessions(args).await,
+        Command::Export(args) => export(args).await,
+        Command::Trust(args) => trust(args),
+        Command::Completions(args) => {
+            let mut out = Vec::new();
+            cli::completions(args.shell, &mut out);
+            print(&String::from_utf8_lossy(&out));
+            Exit::Done
         }
     }
-    if run.prompt.is_empty() {
-        return Err("run needs a prompt".into());
-    }
-    Ok(run)
 }
 
 /// Wait for SIGTERM (Unix) so the agent can shut its sessions down instead of dying mid-write.
@@ -79,91 +98,129 @@ async fn terminated() {
     std::future::pending::<()>().await;
 }
 
-async fn serve_stdio() -> ExitCode {
+/// Said once on stderr when `tinycode acp` is started by hand in a terminal, which would otherwise look hung.
+const WAITING: &str = "tinycode acp: waiting for an editor to speak ACP on stdin; editors start this command themselves (agent command `tinycode acp`, see editors/ in the source); try `tinycode run \"<prompt>\"` for a one-shot prompt; Ctrl-D quits\n";
+
+async fn serve_stdio() -> Exit {
+    // The SDK logs every error response it sends at WARN; those are answers, not faults.
+    init_logging("warn,agent_client_protocol=error");
+    if std::io::stdin().is_terminal() {
+        say(WAITING);
+    }
     let serve = acp::serve(acp::stdio::transport(), Sources::from_process());
     tokio::select! {
         result = serve => match result {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => Exit::Done,
             Err(e) => {
                 tracing::error!(error = %e, "ACP connection failed");
-                ExitCode::FAILURE
+                Exit::Failed
             }
         },
         () = terminated() => {
             tracing::info!("SIGTERM: shutting down");
-            ExitCode::SUCCESS
+            Exit::Done
         }
     }
 }
 
-async fn run_headless(args: &[String]) -> ExitCode {
-    let run = match parse_run(args) {
-        Ok(run) => run,
-        Err(e) => {
-            say(&format!("error: {e}\n\n{USAGE}"));
-            return ExitCode::from(2);
-        }
+async fn run(args: cli::RunArgs) -> Exit {
+    // Headless output is for people (or scripts with --json): errors are printed by the run itself.
+    init_logging("off");
+    let sources = Sources::from_process();
+    let (resume, cwd) = match cli::run::stored_session(&sources, &args).await {
+        Ok(found) => found,
+        Err((exit, message)) => return fail(exit, &message),
     };
-    let cwd = match run.cwd.map(Ok).unwrap_or_else(std::env::current_dir).and_then(std::fs::canonicalize) {
-        Ok(cwd) => cwd,
-        Err(e) => {
-            say(&format!("error: cannot use the working directory: {e}\n"));
-            return ExitCode::from(2);
-        }
+    let prompt = match cli::run::prompt_text(&args.prompt) {
+        Ok(prompt) => prompt,
+        Err(message) => return fail(Exit::Usage, &message),
     };
-    let options = acp::headless::Options { prompt: run.prompt.join(" "), cwd, yes: run.yes };
-    ExitCode::from(acp::headless::run(Sources::from_process(), options).await as u8)
+    let options = acp::headless::Options {
+        prompt,
+        cwd,
+        yes: args.yes,
+        json: args.json,
+        model: args.model,
+        mode: args.mode,
+        resume,
+    };
+    acp::headless::run(sources, options).await
 }
 
-fn trust(args: &[String]) -> ExitCode {
-    let revoke = args.iter().any(|a| a == "--revoke");
-    let dir = args.iter().find(|a| *a != "--revoke").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    match tinycode::config::trust::command(&Sources::from_process(), &dir, revoke) {
+async fn open_store(data_dir: &Path) -> Result<Option<tinycode::store::Store>, Exit> {
+    let database = tinycode::store::database_path(data_dir);
+    cli::sessions::open_existing(&database).map_err(|e| fail(Exit::Failed, &e.to_string()))
+}
+
+async fn sessions(args: cli::SessionsArgs) -> Exit {
+    let cwd = if args.all {
+        None
+    } else {
+        match cli::run::absolute_dir(args.cwd) {
+            Ok(cwd) => Some(cwd),
+            Err(message) => return fail(Exit::Usage, &message),
+        }
+    };
+    let store = match open_store(&Sources::from_process().data_dir()).await {
+        Ok(store) => store,
+        Err(exit) => return exit,
+    };
+    let rows = match &store {
+        Some(store) => match cli::sessions::newest(store, cwd.as_deref(), args.limit).await {
+            Ok(rows) => rows,
+            Err(e) => return fail(Exit::Failed, &e.to_string()),
+        },
+        None => Vec::new(),
+    };
+    if rows.is_empty() {
+        if !args.json {
+            let place = cwd.map(|c| format!(" for {}", c.display())).unwrap_or_default();
+            say(&format!("no sessions stored{place} (--all lists every project)\n"));
+        }
+        return Exit::Done;
+    }
+    print(&if args.json { cli::sessions::json_lines(&rows) } else { cli::sessions::table(&rows, args.all) });
+    Exit::Done
+}
+
+async fn export(args: cli::ExportArgs) -> Exit {
+    let missing = || {
+        fail(Exit::Failed, &format!("no stored session {} (`tinycode sessions --all` lists them)", args.id))
+    };
+    let store = match open_store(&Sources::from_process().data_dir()).await {
+        Ok(Some(store)) => store,
+        Ok(None) => return missing(),
+        Err(exit) => return exit,
+    };
+    let (row, messages) = match (store.session(&args.id).await, store.messages(&args.id).await) {
+        (Ok(Some(row)), Ok(messages)) => (row, messages),
+        (Ok(None), _) => return missing(),
+        (Err(e), _) | (_, Err(e)) => return fail(Exit::Failed, &e.to_string()),
+    };
+    let entries = cli::export::entries(&messages);
+    let document = match args.format() {
+        cli::Format::Md => cli::export::markdown(&row, &entries),
+        cli::Format::Html => cli::export::html(&row, &entries),
+    };
+    match &args.output {
+        None => print(&document),
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, document) {
+                return fail(Exit::Failed, &format!("cannot write {}: {e}", path.display()));
+            }
+        }
+    }
+    Exit::Done
+}
+
+/// `tinycode trust [--revoke] [DIR]`: record (or withdraw) the user's trust in DIR's project settings as they are now.
+fn trust(args: cli::TrustArgs) -> Exit {
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from("."));
+    match tinycode::config::trust::command(&Sources::from_process(), &dir, args.revoke) {
         Ok(text) => {
-            say(&format!("{text}\n"));
-            ExitCode::SUCCESS
+            print(&format!("{text}\n"));
+            Exit::Done
         }
-        Err(e) => {
-            say(&format!("error: {e}\n"));
-            ExitCode::FAILURE
-        }
-    }
-}
-
-#[tokio::main]
-async fn main() -> ExitCode {
-    tinycode::shell::process::kill_children_on_panic();
-    let code = dispatch().await;
-    // Nothing this process started may outlive it.
-    tinycode::shell::process::kill_all();
-    code
-}
-
-async fn dispatch() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("acp") => {
-            // The SDK logs every error response it sends at WARN; those are answers, not faults.
-            init_logging("warn,agent_client_protocol=error");
-            serve_stdio().await
-        }
-        Some("run") => {
-            // Headless output is for people: errors are printed by the run itself.
-            init_logging("off");
-            run_headless(&args[1..]).await
-        }
-        Some("trust") => trust(&args[1..]),
-        Some("--version" | "-V") => {
-            say(&format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
-            ExitCode::SUCCESS
-        }
-        Some("--help" | "-h" | "help") => {
-            say(USAGE);
-            ExitCode::SUCCESS
-        }
-        _ => {
-            say(USAGE);
-            ExitCode::from(2)
-        }
+        Err(e) => fail(Exit::Failed, &e.to_string()),
     }
 }

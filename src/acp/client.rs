@@ -11,11 +11,11 @@ use futures::future::BoxFuture;
 use super::convert;
 use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
-use crate::permission::{Approver, Ask, Reply};
+use crate::permission::{Approver, Ask, Category, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
 use crate::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
-use crate::workspace::files::ClientFs;
+use crate::workspace::files::{ClientFs, EditorError};
 
 /// The connection to the editor, bound to one session.
 pub struct SessionClient {
@@ -92,12 +92,24 @@ const ALLOW_ALWAYS: &str = "allow_always";
 const REJECT_ONCE: &str = "reject_once";
 const REJECT_ALWAYS: &str = "reject_always";
 
-/// The four answers; destructive and secret-touching commands and protected paths ask every time, so they offer
-/// no "always allow".
+/// What "always allow" covers, as the option says it: a read outside the workspace is remembered for its
+/// directory (the ask's pattern is `/dir/**`).
+fn always_label(ask: &Ask) -> String {
+    match (ask.category, ask.presentation.patterns.first()) {
+        (Category::ExternalDirectory, Some(pattern)) => {
+            let dir = pattern.strip_suffix("/**").unwrap_or(pattern);
+            format!("Always allow in {}", if dir.is_empty() { "/" } else { dir })
+        }
+        _ => "Always allow".into(),
+    }
+}
+
+/// The four answers; destructive and secret-touching commands, secret files and protected paths ask every time,
+/// so they offer no "always allow".
 fn options(ask: &Ask) -> Vec<acp::PermissionOption> {
     let mut options = vec![
         acp::PermissionOption::new(ALLOW_ONCE, "Allow once", acp::PermissionOptionKind::AllowOnce),
-        acp::PermissionOption::new(ALLOW_ALWAYS, "Always allow", acp::PermissionOptionKind::AllowAlways),
+        acp::PermissionOption::new(ALLOW_ALWAYS, always_label(ask), acp::PermissionOptionKind::AllowAlways),
         acp::PermissionOption::new(REJECT_ONCE, "Reject", acp::PermissionOptionKind::RejectOnce),
         acp::PermissionOption::new(REJECT_ALWAYS, "Always reject", acp::PermissionOptionKind::RejectAlways),
     ];
@@ -146,9 +158,11 @@ impl Approver for SessionClient {
                     },
                     _ => Reply::Cancelled,
                 },
+                // The editor could not ask: this call is refused (fail closed) and the turn goes on; only a
+                // `cancelled` outcome, which the editor sends for a cancelled turn, ends it.
                 Err(e) => {
-                    tracing::warn!(error = %e, "session/request_permission failed; ending the turn");
-                    Reply::Cancelled
+                    tracing::warn!(error = %e, "session/request_permission failed; rejecting the call");
+                    Reply::RejectOnce
                 }
             }
         })
@@ -164,19 +178,33 @@ impl ClientFs for SessionClient {
         self.capabilities.fs.write_text_file
     }
 
-    fn read(&self, path: &std::path::Path) -> BoxFuture<'_, Result<String, String>> {
+    fn read(&self, path: &std::path::Path) -> BoxFuture<'_, Result<String, EditorError>> {
         let request = acp::ReadTextFileRequest::new(self.session_id.clone(), path.to_path_buf());
         Box::pin(async move {
-            self.cx.send_request(request).block_task().await.map(|r| r.content).map_err(|e| e.message)
+            self.cx.send_request(request).block_task().await.map(|r| r.content).map_err(editor_error)
         })
     }
 
-    fn write<'a>(&'a self, path: &'a std::path::Path, content: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn write<'a>(
+        &'a self,
+        path: &'a std::path::Path,
+        content: &'a str,
+    ) -> BoxFuture<'a, Result<(), EditorError>> {
         let request =
             acp::WriteTextFileRequest::new(self.session_id.clone(), path.to_path_buf(), content.to_string());
-        Box::pin(async move {
-            self.cx.send_request(request).block_task().await.map(|_| ()).map_err(|e| e.message)
-        })
+        Box::pin(
+            async move { self.cx.send_request(request).block_task().await.map(|_| ()).map_err(editor_error) },
+        )
+    }
+}
+
+/// Only "method not found" means the editor lacks the method (and the disk may serve instead); any other
+/// error is the editor's answer and stands.
+fn editor_error(e: agent_client_protocol::Error) -> EditorError {
+    if e.code == agent_client_protocol::ErrorCode::METHOD_NOT_FOUND {
+        EditorError::Unsupported
+    } else {
+        EditorError::Failed(e.message)
     }
 }
 

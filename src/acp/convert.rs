@@ -242,9 +242,13 @@ mod tests {
     use crate::display::Presentation;
     use serde_json::json;
 
+    /// The one update `event` becomes, checked against the ACP schema (no unknown field outside `_meta`).
     fn one(event: AgentEvent) -> acp::SessionUpdate {
         let mut updates = update(event);
         assert_eq!(updates.len(), 1);
+        let wire = serde_json::to_value(&updates[0]).unwrap();
+        let problems = crate::acp::schema_check::SCHEMA.check("#/$defs/SessionUpdate", &wire);
+        assert!(problems.is_empty(), "{wire} breaks the ACP schema: {problems:?}");
         updates.remove(0)
     }
 

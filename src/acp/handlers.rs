@@ -10,6 +10,7 @@ use std::sync::Arc;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
+use futures::FutureExt;
 use serde_json::Value;
 
 use super::client::SessionClient;
@@ -49,8 +50,28 @@ fn check_cwd(cwd: &Path) -> Result<(), Error> {
     Ok(())
 }
 
+/// `additionalDirectories` must be absolute paths of existing directories.
+fn check_additional(dirs: &[std::path::PathBuf]) -> Result<(), Error> {
+    match dirs.iter().find(|d| !d.is_absolute() || !d.is_dir()) {
+        None => Ok(()),
+        Some(dir) => Err(Error::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "additionalDirectories must be absolute paths of existing directories: {}",
+                dir.display()
+            ),
+        )),
+    }
+}
+
 /// Seams for session `id` over this connection.
-fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Seams, Arc<SessionClient>) {
+fn seams(
+    state: &State,
+    cx: &ConnectionTo<Client>,
+    id: &str,
+    cwd: &Path,
+    additional: &[std::path::PathBuf],
+) -> (Seams, Arc<SessionClient>) {
     let client = Arc::new(SessionClient::new(cx.clone(), id, state.client_capabilities(), cwd.to_path_buf()));
     let fs: Option<Arc<dyn crate::workspace::files::ClientFs>> =
         if client.has_fs() { Some(client.clone()) } else { None };
@@ -66,6 +87,7 @@ fn seams(state: &State, cx: &ConnectionTo<Client>, id: &str, cwd: &Path) -> (Sea
             asker: Some(client.clone()),
             trust: Some(client.clone()),
             elicitor: if super::mcp::elicits(&client.capabilities) { Some(client.clone()) } else { None },
+            additional_directories: additional.to_vec(),
         },
         client,
     )
@@ -81,11 +103,16 @@ pub async fn new_session(
     responder: Responder<acp::NewSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    if let Err(e) = check_cwd(&request.cwd) {
+    if let Err(e) = check_cwd(&request.cwd).and_then(|()| check_additional(&request.additional_directories)) {
         return responder.respond_with_error(e);
     }
     let mcp = super::mcp::declared_all(&request.mcp_servers);
-    let created = state.manager.create(&request.cwd, mcp, |id| seams(state, &cx, id, &request.cwd).0).await;
+    let created = state
+        .manager
+        .create(&request.cwd, mcp, |id| {
+            seams(state, &cx, id, &request.cwd, &request.additional_directories).0
+        })
+        .await;
     let session = match created {
         Ok(session) => session,
         Err(e) => return responder.respond_with_error(error(e)),
@@ -103,14 +130,14 @@ pub async fn new_session(
 /// `session/load` (with replay) and `session/resume` (without).
 async fn open(
     state: &State,
-    id: &acp::SessionId,
-    cwd: &Path,
+    (id, cwd, additional): (&acp::SessionId, &Path, &[std::path::PathBuf]),
     mcp: Option<&[acp::McpServer]>,
     cx: &ConnectionTo<Client>,
     replay: bool,
 ) -> Result<Arc<Session>, Error> {
     check_cwd(cwd)?;
-    let (seams, client) = seams(state, cx, &id.0, cwd);
+    check_additional(additional)?;
+    let (seams, client) = seams(state, cx, &id.0, cwd, additional);
     let declared = mcp.map(super::mcp::declared_all);
     let (session, events) = state.manager.open(&id.0, cwd, declared, seams, replay).await.map_err(error)?;
     for event in events {
@@ -125,7 +152,8 @@ pub async fn load_session(
     responder: Responder<acp::LoadSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    match open(state, &request.session_id, &request.cwd, Some(&request.mcp_servers), &cx, true).await {
+    let target = (&request.session_id, request.cwd.as_path(), request.additional_directories.as_slice());
+    match open(state, target, Some(&request.mcp_servers), &cx, true).await {
         Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
@@ -146,7 +174,8 @@ pub async fn resume_session(
 ) -> Result<(), Error> {
     // Resume's `mcpServers` is optional: none given keeps the servers a live session has.
     let mcp = Some(request.mcp_servers.as_slice()).filter(|list| !list.is_empty());
-    match open(state, &request.session_id, &request.cwd, mcp, &cx, false).await {
+    let target = (&request.session_id, request.cwd.as_path(), request.additional_directories.as_slice());
+    match open(state, target, mcp, &cx, false).await {
         Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
@@ -293,11 +322,20 @@ pub fn prompt(
             }
         };
         let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
-        let reply = match session.prompt(parts, blocks).await {
-            Ok(stop) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
-            Err(e) => {
+        // A panic in the turn (tools have their own boundary) still answers the prompt instead of dropping it.
+        let turn = std::panic::AssertUnwindSafe(session.prompt(parts, blocks)).catch_unwind().await;
+        let reply = match turn {
+            Ok(Ok(stop)) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
+            Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
                 responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
+            }
+            Err(_) => {
+                tracing::error!(session = %session.id, "the turn crashed");
+                responder.respond_with_error(Error::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    "The turn crashed inside the agent; the session is still open. Please report this.",
+                ))
             }
         };
         if let Err(e) = reply {

@@ -6,14 +6,24 @@
 
 pub mod client;
 pub mod convert;
+pub mod frames;
 pub mod handlers;
 pub mod headless;
+pub mod lines;
 pub mod mcp;
+pub mod params;
 pub mod prompt;
 pub mod question;
 pub mod render;
 pub mod stdio;
 pub mod trust;
+
+/// The frame checker of the integration tests (the official ACP schema of the pinned crate), shared with the unit
+/// tests here that build wire values.
+#[cfg(test)]
+#[path = "../../tests/support/schema.rs"]
+#[allow(dead_code)]
+pub(crate) mod schema_check;
 
 use std::sync::{Arc, RwLock};
 
@@ -53,7 +63,8 @@ fn capabilities() -> acp::AgentCapabilities {
                 .list(acp::SessionListCapabilities::new())
                 .resume(acp::SessionResumeCapabilities::new())
                 .close(acp::SessionCloseCapabilities::new())
-                .delete(acp::SessionDeleteCapabilities::new()),
+                .delete(acp::SessionDeleteCapabilities::new())
+                .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
         )
         .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(false))
 }
@@ -109,7 +120,7 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
             )
         }};
     }
-    let builder = Agent.v1().name("tinycode");
+    let builder = Agent.v1().name("tinycode").with_handler(params::ParamsCheck);
     let builder =
         request!(builder, acp::InitializeRequest, |s, r, responder, _cx| initialize(&s, r, responder));
     let builder = request!(builder, acp::NewSessionRequest, |s, r, responder, cx| handlers::new_session(

@@ -1,6 +1,11 @@
 //! Prompt content: turns ACP content blocks (`text`, `resource_link` with `file://` and `#L10-L20` fragments,
 //! embedded `resource`, `image`) into the model's user message.
 //!
+//! A file the user mentions is read without a permission ask, even outside the session's directories or when
+//! it is a secret file: the user picked it and put it in the prompt, which is the consent an ask would get.
+//! (The model naming a path is what asks; see `builtin::access`.) Mentions still get the file-type check and
+//! the byte cap: only regular files are read, and never more than [`MAX_MENTION_READ_BYTES`].
+//!
 //! Owns the reading of mentioned files. Must not touch the session.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +16,8 @@ use crate::llm::UserPart;
 
 /// Files attached by mention are cut beyond this size.
 const MAX_ATTACHMENT_BYTES: usize = 256 * 1024;
+/// Bytes read from a mentioned file (more than the attachment, so a line range deep in a file still works).
+pub const MAX_MENTION_READ_BYTES: u64 = crate::workspace::files::MAX_TEXT_BYTES;
 
 /// A prompt the agent cannot accept. Handled by the ACP layer as `-32602 invalid params`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,8 +78,15 @@ fn attachment(path: &str, lines: Option<(usize, usize)>, text: &str) -> String {
 }
 
 async fn read_link(path: &Path, lines: Option<(usize, usize)>) -> String {
-    let bytes = match tokio::fs::read(path).await {
-        Ok(bytes) => bytes,
+    use crate::workspace::regular;
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || regular::read(&owned, MAX_MENTION_READ_BYTES)).await;
+    let bytes = match read {
+        Ok(Ok(read)) => read.bytes,
+        Ok(Err(regular::OpenError::NotFound)) => {
+            return format!("[The attached file {} could not be read: it does not exist]", path.display());
+        }
+        Ok(Err(e)) => return format!("[The attached file {} could not be read: {e}]", path.display()),
         Err(e) => return format!("[The attached file {} could not be read: {e}]", path.display()),
     };
     if crate::builtin::read::is_binary(&bytes) {
@@ -176,7 +190,32 @@ mod tests {
             acp::ContentBlock::ResourceLink(acp::ResourceLink::new("gone", "file:///nonexistent/gone.rs"));
         let parts = user_parts(&[link]).await.unwrap();
         let UserPart::Text(text) = &parts[0] else { panic!() };
-        assert!(text.starts_with("[The attached file /nonexistent/gone.rs could not be read: "), "{text}");
+        assert_eq!(text, "[The attached file /nonexistent/gone.rs could not be read: it does not exist]");
+    }
+
+    #[tokio::test]
+    async fn a_mentioned_fifo_or_endless_procfs_file_is_answered_promptly_and_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        let name = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let link = |path: &Path| {
+            acp::ContentBlock::ResourceLink(acp::ResourceLink::new("f", format!("file://{}", path.display())))
+        };
+        let parts = user_parts(&[link(&pipe), link(Path::new("/proc/self/pagemap"))]).await.unwrap();
+        assert_eq!(
+            parts[0],
+            UserPart::Text(format!(
+                "[The attached file {} could not be read: it is a FIFO (named pipe), not a regular file]",
+                pipe.display()
+            ))
+        );
+        assert_eq!(
+            parts[1],
+            UserPart::Text(format!(
+                "[The attached file /proc/self/pagemap is binary ({MAX_MENTION_READ_BYTES} bytes) and was not included]"
+            ))
+        );
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@
 use std::collections::HashSet;
 
 use crate::llm::{Message, UserPart};
+use crate::tool::repair;
 
 /// The text put in place of a result that never arrived (cancel, crash, cut-off stream).
 pub const MISSING_RESULT: &str = "The tool call did not run: the turn was cancelled before it started.";
@@ -25,7 +26,16 @@ impl History {
         self.messages.push(Message::User(parts));
     }
 
-    pub fn push(&mut self, message: Message) {
+    /// Add a message. Tool-call arguments that are not a JSON object are stored as the object the input repair
+    /// makes of them (or `{}`), since every later request sends them back to a provider that may parse them.
+    pub fn push(&mut self, mut message: Message) {
+        if let Message::Assistant { tool_calls, .. } = &mut message {
+            for call in tool_calls {
+                if let Some(arguments) = repair::history_arguments(&call.arguments) {
+                    call.arguments = arguments;
+                }
+            }
+        }
         if matches!(message, Message::Assistant { .. } | Message::User(_)) {
             self.close_open_calls();
         }
@@ -148,5 +158,29 @@ mod tests {
         h.messages.push(result("a"));
         h.messages.push(result("a"));
         assert_eq!(h.check(), Err("message 2: result for unknown or answered call a".into()));
+    }
+
+    #[test]
+    fn tool_call_arguments_a_provider_cannot_parse_are_stored_as_repaired_objects() {
+        let call = |id: &str, arguments: &str| ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments: arguments.into(),
+        };
+        let mut h = History::default();
+        h.push(Message::Assistant {
+            text: String::new(),
+            reasoning: None,
+            tool_calls: vec![
+                call("a", "{\"x\":  1}"),
+                call("b", "{\"x\": 1,}"),
+                call("c", "{\"content\": \"fn main() {"),
+            ],
+        });
+        let Message::Assistant { tool_calls, .. } = &h.messages()[0] else {
+            panic!("not an assistant message")
+        };
+        let arguments: Vec<&str> = tool_calls.iter().map(|c| c.arguments.as_str()).collect();
+        assert_eq!(arguments, vec!["{\"x\":  1}", "{\"x\":1}", "{}"]);
     }
 }

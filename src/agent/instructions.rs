@@ -53,7 +53,9 @@ pub fn section(files: &[PathBuf]) -> String {
     let mut out = String::new();
     let mut left_out = Vec::new();
     for file in files {
-        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        // Never a plain read: a hostile repository's AGENTS.md may be a FIFO or a link into /proc.
+        let Ok(read) = crate::workspace::regular::read(file, MAX_FILE_BYTES as u64 + 4) else { continue };
+        let text = String::from_utf8_lossy(&read.bytes);
         let text = floor_char_boundary(text.trim(), MAX_FILE_BYTES);
         if text.is_empty() {
             continue;

@@ -23,14 +23,13 @@ use crate::bus::{Bus, Event};
 use crate::config::Config;
 use crate::control::Control;
 use crate::display::{Location, Presentation};
-use crate::llm::repair;
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
 use crate::permission;
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
-use crate::tool::{self, Context, Progress, Registry, invalid};
+use crate::tool::{self, Context, Progress, Registry};
 use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -58,9 +57,6 @@ impl TurnError {
         }
     }
 }
-
-/// The text a model gets when its tool call was cut off by the output limit.
-pub const CUT_OFF: &str = "Your tool call was cut off at the output token limit (max_tokens) before its arguments were complete, so it was not run. Resend it with smaller arguments (for example, split a large write into several edits).";
 
 /// A session's conversation plus the tool call ids already shown to the user (they must be unique per session).
 #[derive(Debug, Default)]
@@ -137,33 +133,6 @@ fn dedupe_ids(calls: &mut [ToolCall]) {
         while !seen.insert(call.id.clone()) {
             n += 1;
             call.id = format!("{base}_{n}");
-        }
-    }
-}
-
-/// A call ready to run: the tool to route it to, its arguments, and what repair did.
-struct Prepared {
-    tool: String,
-    args: Value,
-    notes: Vec<String>,
-}
-
-fn prepare(call: &ToolCall, cut_off: bool, registry: &Registry) -> Prepared {
-    match repair::repair_arguments(&call.arguments) {
-        Ok((mut args, fixes)) => {
-            let mut notes: Vec<String> = fixes.iter().map(|f| f.describe().to_string()).collect();
-            if let Some(def) = registry.resolve(&call.name) {
-                notes.extend(tool::input::rename_aliases(&mut args, &def.parameters));
-            }
-            Prepared { tool: call.name.clone(), args, notes }
-        }
-        Err(error) => {
-            let error = if cut_off { CUT_OFF.to_string() } else { error };
-            Prepared {
-                tool: invalid::ID.into(),
-                args: invalid::args(&call.name, &error, &call.arguments),
-                notes: Vec::new(),
-            }
         }
     }
 }
@@ -256,10 +225,12 @@ impl Turn<'_> {
             if let Some(stop) = self.record_response(&response, &mut conversation.history) {
                 return Ok(stop);
             }
+            // Only the last call can have been cut off by the output limit; the ones before it are complete.
             let cut_off = response.finish == FinishReason::Length;
+            let last = response.tool_calls.len().saturating_sub(1);
             let mut end_with = None;
-            for call in &response.tool_calls {
-                let (content, end_turn) = self.run_call(conversation, call, cut_off).await;
+            for (i, call) in response.tool_calls.iter().enumerate() {
+                let (content, end_turn) = self.run_call(conversation, call, cut_off && i == last).await;
                 conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
                 end_with = end_with.or(end_turn);
             }
@@ -515,7 +486,9 @@ impl Turn<'_> {
         }
     }
 
-    /// Run one tool call and return the result text for the model, and a message to end the turn with.
+    /// Run one tool call through the input repair pipeline and the registry; return the result text for the
+    /// model (with the repair note in front) and a message to end the turn with. The user's display shows the
+    /// tool's own output.
     async fn run_call(
         &self,
         conversation: &mut Conversation,
@@ -525,7 +498,7 @@ impl Turn<'_> {
         if self.cancel.is_cancelled() {
             return (tool::Outcome::cancelled().output, None);
         }
-        let prepared = prepare(call, cut_off, self.registry);
+        let prepared = tool::repair::prepare(self.registry, &call.name, &call.arguments, cut_off);
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
         let context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
@@ -543,26 +516,22 @@ impl Turn<'_> {
             // A cancelled ask (or one the client failed to answer) ends the whole turn, not just this call.
             self.cancel.cancel();
         }
-        let output = if prepared.notes.is_empty() {
-            outcome.output
-        } else {
-            format!("<repair_note>{}</repair_note>\n{}", prepared.notes.join("; "), outcome.output)
-        };
+        let for_model = tool::repair::with_note(&prepared.fixes, outcome.output.clone());
         let raw_output =
-            if outcome.metadata.is_null() { json!({"output": output}) } else { outcome.metadata };
+            if outcome.metadata.is_null() { json!({"output": outcome.output}) } else { outcome.metadata };
         let finished = AgentEvent::ToolCallFinished {
             call_id: ui_id.clone(),
             status: if outcome.is_error { ToolStatus::Failed } else { ToolStatus::Completed },
-            output: output.clone(),
+            output: outcome.output,
             display: outcome.display,
             locations: outcome.locations,
             raw_output,
         };
         if let Some(journal) = self.journal() {
-            journal.tool_finished(&call.id, &ui_id, &output, outcome.is_error, &finished);
+            journal.tool_finished(&call.id, &ui_id, &for_model, outcome.is_error, &finished);
         }
         self.sink.emit(finished);
-        (output, outcome.end_turn)
+        (for_model, outcome.end_turn)
     }
 }
 
@@ -587,17 +556,5 @@ mod tests {
         assert_eq!(conversation.ui_call_id("call_0"), "call_0");
         assert_eq!(conversation.ui_call_id("call_0"), "call_0-2");
         assert_eq!(conversation.ui_call_id("call_0"), "call_0-3");
-    }
-
-    #[test]
-    fn unparseable_arguments_are_routed_to_the_invalid_tool_and_cut_off_calls_say_so() {
-        let call = ToolCall { id: "c".into(), name: "read".into(), arguments: "{\"file_path\": \"/a".into() };
-        let registry = crate::builtin::registry();
-        let prepared = prepare(&call, false, &registry);
-        assert_eq!(prepared.tool, "invalid");
-        assert_eq!(prepared.args["original_name"], "read");
-        assert_eq!(prepared.args["error"], "invalid JSON: EOF while parsing a string at line 1 column 17");
-        let prepared = prepare(&call, true, &registry);
-        assert_eq!(prepared.args["error"], CUT_OFF);
     }
 }

@@ -1,12 +1,13 @@
-//! What the file-changing tools (`write`, `edit`, `apply_patch`) share: where they may write, the stale-write
-//! check right before writing, the secret veto, and how a change is located and named.
+//! What the file-changing tools (`write`, `edit`, `apply_patch`) share: where they may write (resolved through
+//! every symlink, inside the workspace, regular files only), the stale-write check right before writing, the
+//! secret veto, and how a change is located and named.
 //!
 //! Owns those checks. Must not write files (that is `workspace::files`).
 
 use std::path::{Path, PathBuf};
 
 use crate::tool::{Context, ToolError};
-use crate::workspace::secrets;
+use crate::workspace::{regular, secrets};
 
 /// `path` relative to the session directory when it is inside it, for titles and summaries.
 pub fn shown(path: &Path, cwd: &Path) -> String {
@@ -39,13 +40,23 @@ pub fn veto_secrets(path: &Path, old: &str, new: &str) -> Result<(), ToolError> 
     )))
 }
 
-/// The path a file-changing tool may write: resolved, inside the workspace, not a directory.
+/// The path a file-changing tool may write: every symlink resolved (the ask and the write use the real path),
+/// inside the workspace, and a regular file if it exists (a FIFO, socket or device is never opened).
 pub async fn writable(ctx: &Context, raw: &str) -> Result<PathBuf, ToolError> {
     let path = ctx.files.check_boundary(&ctx.resolve(raw))?;
-    if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
-        return Err(ToolError::retry(format!("{} is a directory, not a file.", path.display())));
+    match tokio::fs::metadata(&path).await {
+        Ok(meta) if meta.is_dir() => {
+            Err(ToolError::retry(format!("{} is a directory, not a file.", path.display())))
+        }
+        Ok(meta) => match regular::irregular_kind(&meta) {
+            Some(kind) => Err(ToolError::retry(format!(
+                "{} is {kind}, not a regular file. Only regular files can be changed.",
+                path.display()
+            ))),
+            None => Ok(path),
+        },
+        Err(_) => Ok(path),
     }
-    Ok(path)
 }
 
 /// Check, right before writing, that `path` still holds what the preview saw (the user may take a while to

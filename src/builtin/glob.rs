@@ -1,5 +1,6 @@
 //! The `glob` tool (seed 000 §8.3): `**` patterns over a parallel, gitignore-aware walk; at most 1,000 files,
-//! newest first.
+//! newest first. Secret files, special files and `/proc`, `/sys`, `/dev` are left out; listing outside the
+//! workspace asks (`access`).
 //!
 //! Owns pattern matching on paths. Must not read file contents.
 
@@ -7,10 +8,12 @@ use std::path::{Component, Path};
 
 use serde_json::{Value, json};
 
+use super::access::{self, Target};
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
-use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
-use crate::workspace::walk::{self, Found};
+use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
+use crate::workspace::regular;
+use crate::workspace::walk;
 
 pub const ID: &str = "glob";
 /// Maximum paths returned.
@@ -30,7 +33,7 @@ pub fn def() -> Def {
         }),
         permission: Some(Category::Read),
         present,
-        preview: None,
+        preview: Some(std::sync::Arc::new(|ctx, args| Box::pin(preview(ctx, args)))),
         execute: std::sync::Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
     }
 }
@@ -53,8 +56,18 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     }
 }
 
+/// The longest glob pattern accepted (also for grep's `include`): 4 KiB, the longest path Linux takes. Far
+/// longer patterns (100,000 `*`) compile past the regex engine's size limit, where the matcher panics.
+pub const MAX_GLOB_PATTERN_BYTES: usize = 4096;
+
 /// A matcher for `pattern`, where `*` does not cross `/` but `**` does.
 pub fn compile(pattern: &str) -> Result<globset::GlobMatcher, ToolError> {
+    if pattern.len() > MAX_GLOB_PATTERN_BYTES {
+        return Err(ToolError::retry(format!(
+            "the glob pattern is {} bytes long; the limit is {MAX_GLOB_PATTERN_BYTES} bytes",
+            pattern.len()
+        )));
+    }
     globset::GlobBuilder::new(pattern)
         .literal_separator(true)
         .backslash_escape(true)
@@ -86,8 +99,19 @@ fn relative_pattern<'a>(pattern: &'a str, root: &Path) -> Result<&'a str, ToolEr
         })
 }
 
-/// Check that a search root exists and is a directory.
+fn virtual_dir(root: &Path) -> ToolError {
+    ToolError::retry(format!(
+        "{} is in a virtual file system ({}), which glob does not list.",
+        root.display(),
+        regular::VIRTUAL_DIRS.join(", ")
+    ))
+}
+
+/// Check that a search root exists, is a directory, and is not in a virtual file system.
 pub async fn check_dir(root: &Path) -> Result<(), ToolError> {
+    if regular::is_virtual(root) {
+        return Err(virtual_dir(root));
+    }
     match tokio::fs::metadata(root).await {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(ToolError::retry(format!("glob path must be a directory: {}", root.display()))),
@@ -95,9 +119,16 @@ pub async fn check_dir(root: &Path) -> Result<(), ToolError> {
     }
 }
 
-fn format_results(mut found: Vec<Found>) -> String {
+fn format_results(walked: walk::Walked) -> String {
+    let secret_note = match walked.secret_files {
+        0 => String::new(),
+        n => format!(
+            "\n({n} secret files (.env, keys, credentials) matched but are not listed. To read one, name it to read; the user will be asked.)"
+        ),
+    };
+    let mut found = walked.files;
     if found.is_empty() {
-        return "No files found".into();
+        return format!("No files found{secret_note}");
     }
     walk::sort_newest_first(&mut found);
     let total = found.len();
@@ -108,7 +139,25 @@ fn format_results(mut found: Vec<Found>) -> String {
             "\n(Results are truncated: showing the {MAX_GLOB_RESULTS} newest of {total} files. Consider using a more specific path or pattern.)"
         ));
     }
+    if !secret_note.is_empty() {
+        out.push(secret_note);
+    }
     out.join("\n")
+}
+
+/// Resolve the search directory and decide what listing it asks (outside the workspace).
+async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
+    let root = match arg_opt_str(&args, "path")? {
+        Some(p) if !p.trim().is_empty() => ctx.resolve(p.trim()),
+        _ => ctx.directory.clone(),
+    };
+    let access = access::decide(&ctx, &root, false)?;
+    if regular::is_virtual(&access.path) {
+        return Err(virtual_dir(&access.path));
+    }
+    let mut presentation = present(&args, &ctx.directory);
+    access.present(&mut presentation);
+    Ok(Preview { presentation, plan: std::sync::Arc::new(Target(access.path)), category: access.category })
 }
 
 async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
@@ -116,10 +165,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     if pattern.is_empty() {
         return Err(ToolError::retry("pattern must not be empty"));
     }
-    let root = match arg_opt_str(&args, "path")? {
-        Some(p) if !p.trim().is_empty() => ctx.resolve(p.trim()),
-        _ => ctx.directory.clone(),
-    };
+    let root = ctx.plan::<Target>()?.0.clone();
     check_dir(&root).await?;
     let relative = relative_pattern(pattern, &root)?.to_string();
     if Path::new(&relative).components().any(|c| c == Component::ParentDir) {
@@ -137,7 +183,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let count = found.len();
+    let count = found.files.len();
     Ok(ToolOutput {
         output: format_results(found),
         metadata: json!({"count": count, "truncated": count > MAX_GLOB_RESULTS}),
@@ -148,6 +194,19 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::walk::Found;
+
+    #[test]
+    fn patterns_at_the_length_limit_compile_and_longer_ones_are_refused_without_a_panic() {
+        let limit = MAX_GLOB_PATTERN_BYTES;
+        for shape in ["*", "?", "**/", "[!a]", "{a,b}", "\\*", "é"] {
+            let pattern: String = shape.repeat(limit / shape.len());
+            let compiled = std::panic::catch_unwind(|| compile(&pattern).map(|m| m.is_match("a/b")));
+            assert!(compiled.is_ok(), "`{shape}` x {} panicked", limit / shape.len());
+        }
+        let Err(ToolError::Retry(message)) = compile(&"*".repeat(100_000)) else { panic!("not refused") };
+        assert_eq!(message, "the glob pattern is 100000 bytes long; the limit is 4096 bytes");
+    }
 
     #[test]
     fn a_single_star_stays_in_one_directory_and_double_star_crosses() {
@@ -182,7 +241,7 @@ mod tests {
                 len: 1,
             })
             .collect();
-        let out = format_results(found);
+        let out = format_results(walk::Walked { files: found, secret_files: 2 });
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "/p/f1000");
         assert_eq!(lines[999], "/p/f0001");
@@ -191,5 +250,10 @@ mod tests {
             "(Results are truncated: showing the 1000 newest of 1001 files. Consider using a more specific path or pattern.)"
         );
         assert!(!out.contains("/p/f0000"));
+        assert_eq!(
+            lines[1003],
+            "(2 secret files (.env, keys, credentials) matched but are not listed. To read one, name it to read; the user will be asked.)"
+        );
+        assert_eq!(format_results(walk::Walked { files: Vec::new(), secret_files: 0 }), "No files found");
     }
 }

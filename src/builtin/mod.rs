@@ -4,6 +4,7 @@
 //! Owns which tools a build offers and in what order. Must not change the framework (`tool`) or the services
 //! the tools share (`workspace`, `shell`, `control`).
 
+pub mod access;
 pub mod apply_patch;
 pub mod change;
 pub mod edit;

@@ -1,5 +1,6 @@
 //! The `read` tool (seed 000 §8.3): numbered lines with offset/limit, a 2,000-char line clamp, binary
-//! detection, images as data URIs, and a did-you-mean on a missing file.
+//! detection, images as data URIs, and a did-you-mean on a missing file. Regular files only, read with a byte
+//! cap; a secret file or a file outside the workspace asks first (`access`).
 //!
 //! Owns how a file is shown to the model. Must not write anything.
 
@@ -8,9 +9,13 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use serde_json::{Value, json};
 
+use super::access::{self, Target};
 use crate::display::{Kind, Location, Presentation};
 use crate::permission::Category;
-use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_u64, arg_str, resolve_path, truncate};
+use crate::tool::{
+    Context, Def, Preview, ToolError, ToolOutput, arg_opt_u64, arg_str, resolve_path, truncate,
+};
+use crate::workspace::{files, regular};
 
 pub const ID: &str = "read";
 /// Lines returned when `limit` is not given.
@@ -39,7 +44,7 @@ pub fn def() -> Def {
         }),
         permission: Some(Category::Read),
         present,
-        preview: None,
+        preview: Some(std::sync::Arc::new(|ctx, args| Box::pin(preview(ctx, args)))),
         execute: std::sync::Arc::new(|ctx, args| Box::pin(execute(ctx, args))),
     }
 }
@@ -54,10 +59,12 @@ fn present(args: &Value, cwd: &Path) -> Presentation {
     let shown = path.strip_prefix(cwd).map(Path::to_path_buf).unwrap_or_else(|_| path.clone());
     let title = match (offset, limit) {
         (0, None) => format!("Read {}", shown.display()),
-        (o, Some(l)) => format!("Read {} (lines {}-{})", shown.display(), o + 1, o + l),
-        (o, None) => format!("Read {} (from line {})", shown.display(), o + 1),
+        (o, Some(l)) => {
+            format!("Read {} (lines {}-{})", shown.display(), o.saturating_add(1), o.saturating_add(l))
+        }
+        (o, None) => format!("Read {} (from line {})", shown.display(), o.saturating_add(1)),
     };
-    let line = u32::try_from(offset + 1).unwrap_or(u32::MAX);
+    let line = u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX);
     Presentation {
         title,
         kind: Kind::Read,
@@ -173,50 +180,71 @@ pub fn format_lines(text: &str, offset: usize, limit: usize) -> Result<(String, 
     Ok((out, offset == 0 && !clamped))
 }
 
+/// Resolve the path and decide what reading it asks (a secret file, a file outside the workspace).
+async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
+    let given = ctx.resolve(arg_str(&args, "file_path")?);
+    let access = access::decide(&ctx, &given, true)?;
+    let mut presentation = present(&args, &ctx.directory);
+    access.present(&mut presentation);
+    Ok(Preview { presentation, plan: std::sync::Arc::new(Target(access.path)), category: access.category })
+}
+
+fn read_error(path: &Path, e: std::io::Error) -> ToolError {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => not_found(path),
+        _ => ToolError::execution(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+/// The image at `path` as a data URI output.
+async fn image(path: &Path, mime: &str, location: Vec<Location>) -> Result<ToolOutput, ToolError> {
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || regular::read(&owned, MAX_IMAGE_BYTES))
+        .await
+        .map_err(|e| ToolError::execution(e.to_string()))?
+        .map_err(|e| files::open_error(path, e))?;
+    if !read.complete {
+        return Err(ToolError::retry(format!(
+            "Image {} is over {MAX_IMAGE_BYTES} bytes; larger images are not inlined.",
+            path.display()
+        )));
+    }
+    let data = base64::engine::general_purpose::STANDARD.encode(&read.bytes);
+    Ok(ToolOutput {
+        output: format!("data:{mime};base64,{data}"),
+        locations: location,
+        metadata: json!({"path": path, "mimeType": mime, "bytes": read.bytes.len()}),
+        bounded: true,
+        ..ToolOutput::default()
+    })
+}
+
 async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
-    let path = ctx.resolve(arg_str(&args, "file_path")?);
+    let path = ctx.plan::<Target>()?.0.clone();
     let offset = arg_opt_u64(&args, "offset")?.unwrap_or(0) as usize;
     let limit = match arg_opt_u64(&args, "limit")? {
         Some(0) => return Err(ToolError::retry("`limit` must be at least 1")),
         Some(n) => n as usize,
         None => DEFAULT_READ_LIMIT,
     };
-    let meta = match tokio::fs::metadata(&path).await {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(&path)),
-        Err(e) => return Err(ToolError::execution(format!("cannot read {}: {e}", path.display()))),
-    };
+    // A stat never blocks, even on a FIFO; nothing is opened before the type is known.
+    let meta = tokio::fs::metadata(&path).await.map_err(|e| read_error(&path, e))?;
     if meta.is_dir() {
         return Err(ToolError::retry(format!(
             "{} is a directory, not a file. Use glob to list its files.",
             path.display()
         )));
     }
-    if !meta.is_file() {
-        // FIFOs, sockets and devices would block or never end.
+    if let Some(kind) = regular::irregular_kind(&meta) {
         return Err(ToolError::retry(format!(
-            "{} is not a regular file (device, FIFO or socket)",
+            "{} is {kind}, not a regular file. Only regular files can be read.",
             path.display()
         )));
     }
-    let location = vec![Location::at_line(&path, u32::try_from(offset + 1).unwrap_or(u32::MAX))];
+    let location =
+        vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
     if let Some(mime) = image_mime(&path) {
-        if meta.len() > MAX_IMAGE_BYTES {
-            return Err(ToolError::retry(format!(
-                "Image {} is {} bytes; images over {MAX_IMAGE_BYTES} bytes are not inlined.",
-                path.display(),
-                meta.len()
-            )));
-        }
-        let bytes = tokio::fs::read(&path).await.map_err(|e| ToolError::execution(e.to_string()))?;
-        let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
-        return Ok(ToolOutput {
-            output: format!("data:{mime};base64,{data}"),
-            locations: location,
-            metadata: json!({"path": path, "mimeType": mime, "bytes": bytes.len()}),
-            bounded: true,
-            ..ToolOutput::default()
-        });
+        return image(&path, mime, location).await;
     }
     let text = match ctx.files.read_text(&path).await? {
         Some(text) => text,
@@ -243,6 +271,15 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_largest_offset_and_limit_are_presented_without_overflowing() {
+        let shown =
+            present(&json!({"file_path": "a", "offset": u64::MAX, "limit": u64::MAX}), Path::new("/w"));
+        assert_eq!(shown.title, format!("Read a (lines {}-{})", u64::MAX, u64::MAX));
+        let shown = present(&json!({"file_path": "a", "offset": u64::MAX}), Path::new("/w"));
+        assert_eq!(shown.title, format!("Read a (from line {})", u64::MAX));
+    }
 
     #[test]
     fn lines_are_numbered_from_one_and_windowed_by_offset_and_limit() {

@@ -20,6 +20,9 @@ use trust::{Request, Standing, Trust};
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 /// The model used when nothing names one.
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
+/// `response_timeout_ms` when unset: ten minutes, the default request timeout of the official OpenAI and Anthropic
+/// SDKs and twice the idle timeout, so a slow but live response is never the one cut off.
+pub const DEFAULT_RESPONSE_TIMEOUT_MS: u64 = 600_000;
 
 /// A configuration problem the user must fix. Handled by the ACP layer, which answers the request with an
 /// error naming the file.
@@ -88,6 +91,29 @@ impl Default for RetryConfig {
     }
 }
 
+/// Which of the agent's environment variables commands inherit (`[shell] env_inherit`), before secrets are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvInherit {
+    /// Nothing but the variables tinycode sets itself.
+    None,
+    /// `HOME`, `PATH`, `USER`, the locale and the temporary directory: what most tools need.
+    Core,
+    /// Everything.
+    #[default]
+    All,
+}
+
+/// The environment policy for every command tinycode runs (`[shell] env_inherit`, `env_keep`, `env_remove`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EnvPolicy {
+    pub inherit: EnvInherit,
+    /// Name patterns (`*` wildcards, any case) kept even though they look like secrets.
+    pub keep: Vec<String>,
+    /// Name patterns removed besides the secret-looking ones.
+    pub remove: Vec<String>,
+}
+
 /// The effective configuration of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -100,14 +126,19 @@ pub struct Config {
     /// `max_tokens` sent to the model, if set.
     pub max_output_tokens: Option<u32>,
     pub retry: RetryConfig,
-    /// How long a stream may stay silent (after its first byte) before it counts as cut.
+    /// How long a stream may stay silent (after its first byte) before it counts as cut; SSE comments
+    /// (keep-alives) stretch it to twice as long, no further.
     pub stream_idle_timeout: Duration,
+    /// The longest one model response may take, retries included.
+    pub response_timeout: Duration,
     /// Time allowed to connect and receive response headers.
     pub connect_timeout: Duration,
     /// Formatter commands by file extension, run after the agent writes a file.
     pub formatters: BTreeMap<String, Vec<String>>,
     /// Run commands in the editor's terminals (`terminal/create`) when it offers them.
     pub client_terminals: bool,
+    /// Which environment variables commands get.
+    pub env_policy: EnvPolicy,
     /// Models offered in the picker besides the provider's own list.
     pub models: Vec<String>,
     /// The model's context window in tokens, when the built-in list does not know it.
@@ -169,6 +200,7 @@ struct Layer {
     max_turn_requests: Option<u32>,
     max_output_tokens: Option<u32>,
     stream_idle_timeout_ms: Option<u64>,
+    response_timeout_ms: Option<u64>,
     connect_timeout_ms: Option<u64>,
     retry: Option<RetryLayer>,
     formatters: Option<BTreeMap<String, Vec<String>>>,
@@ -194,6 +226,30 @@ struct PermissionLayer {
 #[serde(deny_unknown_fields)]
 struct ShellLayer {
     client_terminals: Option<bool>,
+    env_inherit: Option<EnvInherit>,
+    env_keep: Option<Vec<String>>,
+    env_remove: Option<Vec<String>>,
+}
+
+impl ShellLayer {
+    /// `higher` over `lower`, except that the environment policy only tightens: the stricter `env_inherit`
+    /// wins and `env_remove` lists add up.
+    fn under(self, lower: ShellLayer) -> ShellLayer {
+        let env_inherit = match (self.env_inherit, lower.env_inherit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let env_remove = match (self.env_remove, lower.env_remove) {
+            (Some(a), Some(b)) => Some([b, a].concat()),
+            (a, b) => a.or(b),
+        };
+        ShellLayer {
+            client_terminals: self.client_terminals.or(lower.client_terminals),
+            env_inherit,
+            env_keep: self.env_keep.or(lower.env_keep),
+            env_remove,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -237,6 +293,7 @@ impl Layer {
             max_turn_requests: self.max_turn_requests.or(lower.max_turn_requests),
             max_output_tokens: self.max_output_tokens.or(lower.max_output_tokens),
             stream_idle_timeout_ms: self.stream_idle_timeout_ms.or(lower.stream_idle_timeout_ms),
+            response_timeout_ms: self.response_timeout_ms.or(lower.response_timeout_ms),
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
             formatters: merge_maps(self.formatters, lower.formatters),
@@ -269,9 +326,7 @@ impl Layer {
                 (a, b) => a.or(b),
             },
             shell: match (self.shell, lower.shell) {
-                (Some(a), Some(b)) => {
-                    Some(ShellLayer { client_terminals: a.client_terminals.or(b.client_terminals) })
-                }
+                (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
         }
@@ -304,6 +359,19 @@ impl Layer {
         })
     }
 
+    /// A project file may tighten the command environment but never widen it: its `env_keep` (which would hand
+    /// secrets to commands) is ignored.
+    fn confined(mut self) -> Layer {
+        if let Some(shell) = &mut self.shell
+            && shell.env_keep.take().is_some()
+        {
+            tracing::warn!(
+                "ignoring [shell] env_keep in the project's config file; set it in your own config"
+            );
+        }
+        self
+    }
+
     fn from_file(path: &Path) -> Result<Layer, ConfigError> {
         let Some(text) = read_optional(path)? else { return Ok(Layer::default()) };
         toml::from_str(&text)
@@ -312,11 +380,27 @@ impl Layer {
 }
 
 /// A file's text, or `None` when it does not exist.
+/// Config files larger than this are refused.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Read a config file if there is one. Only a regular file is ever opened (a project's `config.toml` may be a
+/// FIFO or a link into `/proc`, which would block or never end), and at most [`MAX_CONFIG_BYTES`].
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(Some(text)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
+    use crate::workspace::regular::{self, OpenError};
+    let refused = |message: String| ConfigError::Read {
+        path: path.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
+    };
+    match regular::read(path, MAX_CONFIG_BYTES) {
+        Ok(read) if !read.complete => {
+            Err(refused(format!("it is larger than {} KB", MAX_CONFIG_BYTES / 1024)))
+        }
+        Ok(read) => {
+            String::from_utf8(read.bytes).map(Some).map_err(|_| refused("it is not UTF-8 text".into()))
+        }
+        Err(OpenError::NotFound) => Ok(None),
+        Err(OpenError::NotRegular(kind)) => Err(refused(format!("{kind}, not a regular file"))),
+        Err(OpenError::Io(source)) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
     }
 }
 
@@ -370,7 +454,8 @@ impl Config {
             user.instructions =
                 user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
         }
-        let (mut project, untrusted) = Self::project_layer(cwd, trust)?;
+        let (project, untrusted) = Self::project_layer(cwd, trust)?;
+        let mut project = project.confined();
         project.instructions =
             project.instructions.map(|list| project_instructions(list, cwd, sources.var("HOME")));
         let env = Layer::from_env(sources)?;
@@ -440,10 +525,23 @@ impl Config {
                     .unwrap_or(defaults.initial_backoff),
                 max_backoff: retry.max_backoff_ms.map(Duration::from_millis).unwrap_or(defaults.max_backoff),
             },
-            stream_idle_timeout: Duration::from_millis(layer.stream_idle_timeout_ms.unwrap_or(300_000)),
+            stream_idle_timeout: Duration::from_millis(
+                layer.stream_idle_timeout_ms.unwrap_or(300_000).max(1),
+            ),
+            response_timeout: Duration::from_millis(
+                layer.response_timeout_ms.unwrap_or(DEFAULT_RESPONSE_TIMEOUT_MS).max(1),
+            ),
             connect_timeout: Duration::from_millis(layer.connect_timeout_ms.unwrap_or(30_000)),
             formatters: layer.formatters.unwrap_or_default(),
-            client_terminals: layer.shell.and_then(|s| s.client_terminals).unwrap_or(false),
+            client_terminals: layer.shell.as_ref().and_then(|s| s.client_terminals).unwrap_or(false),
+            env_policy: layer
+                .shell
+                .map(|s| EnvPolicy {
+                    inherit: s.env_inherit.unwrap_or_default(),
+                    keep: s.env_keep.unwrap_or_default(),
+                    remove: s.env_remove.unwrap_or_default(),
+                })
+                .unwrap_or_default(),
             models: layer.models.unwrap_or_default(),
             context_window: layer.context_window,
             default_mode: layer.default_mode,
@@ -593,6 +691,55 @@ mod tests {
         write(&Config::project_file(dir.path()), "modle = \"x\"\n");
         let err = load(&sources(&[], None), dir.path()).unwrap_err();
         assert!(err.to_string().contains("unknown field `modle`"), "{err}");
+    }
+
+    #[test]
+    fn a_project_file_can_tighten_the_command_environment_but_never_widen_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("proj");
+        let home = dir.path().join("home");
+        write(
+            &home.join("tinycode/config.toml"),
+            "[shell]\nenv_inherit = \"core\"\nenv_keep = [\"GITHUB_TOKEN\"]\nenv_remove = [\"AWS_*\"]\n",
+        );
+        write(
+            &cwd.join(".tinycode/config.toml"),
+            "[shell]\nenv_inherit = \"all\"\nenv_keep = [\"*\"]\nenv_remove = [\"*_URL\"]\n",
+        );
+        let s = sources(&[], Some(&home));
+        trust(&s, &cwd);
+        let config = load(&s, &cwd).unwrap();
+        assert_eq!(
+            config.env_policy,
+            EnvPolicy {
+                inherit: EnvInherit::Core,
+                keep: vec!["GITHUB_TOKEN".into()],
+                remove: vec!["AWS_*".into(), "*_URL".into()],
+            }
+        );
+        write(&cwd.join(".tinycode/config.toml"), "[shell]\nenv_inherit = \"none\"\n");
+        trust(&s, &cwd);
+        let config = load(&s, &cwd).unwrap();
+        assert_eq!(config.env_policy.inherit, EnvInherit::None);
+        let bare = sources(&[], None);
+        assert_eq!(load(&bare, &cwd).unwrap().env_policy.keep, Vec::<String>::new());
+    }
+
+    #[test]
+    fn response_deadline_and_idle_timeout_have_generous_defaults_and_can_be_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = load(&sources(&[], None), dir.path()).unwrap();
+        assert_eq!(config.response_timeout, Duration::from_secs(600));
+        assert_eq!(config.stream_idle_timeout, Duration::from_secs(300));
+        assert_eq!(config.max_output_tokens, None);
+        write(
+            &Config::project_file(dir.path()),
+            "response_timeout_ms = 1500\nstream_idle_timeout_ms = 200\nmax_output_tokens = 4096\n",
+        );
+        let config = load(&sources(&[], None), dir.path()).unwrap();
+        assert_eq!(config.response_timeout, Duration::from_millis(1500));
+        assert_eq!(config.stream_idle_timeout, Duration::from_millis(200));
+        assert_eq!(config.max_output_tokens, Some(4096));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub const HARMLESS: &[&str] = &[
     "max_turn_requests",
     "stream_idle_timeout_ms",
     "connect_timeout_ms",
+    "response_timeout_ms",
     "retry",
     "shell.client_terminals",
     "mcp_startup_timeout_ms",

@@ -1,12 +1,13 @@
 //! The model provider layer: provider-neutral request/response types, the [`ModelClient`] trait (streaming is
 //! the primitive), and the OpenAI-compatible Chat Completions implementation with its SSE decoder, tool-call
-//! assembly, retry policy and malformed-call repair.
+//! assembly, retry policy and stream limits (idle, deadline, output cap). Malformed arguments are repaired by the
+//! tool layer (`tool::repair`), which sees the tool's schema.
 //!
 //! Owns everything on the wire to the model. Must not know about ACP, sessions or tools beyond their JSON Schema.
 
 pub mod assemble;
+pub mod limits;
 pub mod openai;
-pub mod repair;
 pub mod retry;
 pub mod sse;
 
@@ -163,9 +164,15 @@ pub enum LlmError {
     /// Any other refusal of the request (bad model name, bad parameters).
     #[error("the model provider rejected the request (HTTP {status}): {message}")]
     Rejected { status: u16, message: String },
-    /// The stream broke after output had reached the user; not retried so text is not duplicated.
+    /// The stream broke (or stalled) after output had reached the user; not retried so text is not duplicated.
     #[error("the model's response stream was interrupted: {message}")]
     StreamInterrupted { message: String },
+    /// The response, retries included, took longer than `response_timeout_ms`. Never retried.
+    #[error("the response exceeded the {limit} deadline{}", last.as_ref().map(|l| format!(" (last attempt: {l})")).unwrap_or_default())]
+    Deadline { limit: String, last: Option<String> },
+    /// The response grew past the output cap (`max_output_tokens`, or the default cap). Never retried.
+    #[error("the response exceeded the output cap of {tokens} tokens")]
+    OutputCap { tokens: u64 },
     /// The provider sent something that cannot be decoded.
     #[error("the model provider sent an invalid response: {0}")]
     Protocol(String),
@@ -183,6 +190,16 @@ impl LlmError {
             ),
             LlmError::ContextOverflow { .. } => {
                 format!("Model request failed: {self}. Start a new session or shorten the conversation.")
+            }
+            LlmError::Deadline { .. } => {
+                format!(
+                    "Model request failed: {self}. Raise response_timeout_ms in the config if the model needs longer."
+                )
+            }
+            LlmError::OutputCap { .. } => {
+                format!(
+                    "Model request failed: {self}. Set max_output_tokens in the config to allow longer responses."
+                )
             }
             other => format!("Model request failed: {other}."),
         }

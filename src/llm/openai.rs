@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::assemble::Assembler;
+use super::limits::{self, Activity, Limits, Liveness};
 use super::{
     Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response, Usage,
     UserPart, retry, sse,
@@ -58,7 +59,7 @@ pub struct OpenAiClient {
     api_key: Option<String>,
     retry: RetryConfig,
     connect_timeout: Duration,
-    idle_timeout: Duration,
+    limits: Limits,
 }
 
 impl OpenAiClient {
@@ -68,7 +69,7 @@ impl OpenAiClient {
             api_key: config.api_key.clone(),
             retry: config.retry.clone(),
             connect_timeout: config.connect_timeout,
-            idle_timeout: config.stream_idle_timeout,
+            limits: Limits::new(config),
         }
     }
 }
@@ -228,6 +229,8 @@ struct StreamState {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     done: bool,
+    /// Bytes of text, reasoning, refusal and tool arguments so far (what the output cap counts).
+    output_bytes: u64,
 }
 
 fn usage_of(value: &Value) -> Option<Usage> {
@@ -267,19 +270,24 @@ impl StreamState {
         ] {
             if let Some(text) = delta.get(key).and_then(Value::as_str).filter(|t| !t.is_empty()) {
                 self.reasoning_field.get_or_insert(field);
+                self.output_bytes += text.len() as u64;
                 self.reasoning.push_str(text);
                 on_delta(Delta::Reasoning(text.to_string()));
                 break;
             }
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            self.output_bytes += text.len() as u64;
             self.text.push_str(text);
             on_delta(Delta::Text(text.to_string()));
         }
         if let Some(text) = delta.get("refusal").and_then(Value::as_str) {
+            self.output_bytes += text.len() as u64;
             self.refusal.push_str(text);
         }
         for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+            let arguments = call.pointer("/function/arguments").and_then(Value::as_str).map_or(0, str::len);
+            self.output_bytes += arguments as u64;
             self.assembler.push(call);
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -345,35 +353,46 @@ impl OpenAiClient {
             let headers = response.headers().clone();
             return Err(classify(status, &headers, &read_error_body(response).await));
         }
-        let mut stream = response.bytes_stream();
-        let mut decoder = sse::Decoder::default();
-        let mut state = StreamState::default();
-        let cut = |message: String| Attempt::Retry { message, wait: None };
-        loop {
-            let chunk = match tokio::time::timeout(self.idle_timeout, stream.next()).await {
-                Err(_) => return Err(cut(format!("no data for {} s", self.idle_timeout.as_secs()))),
-                Ok(None) => break,
-                Ok(Some(Err(e))) => return Err(cut(format!("connection lost mid-stream: {e}"))),
-                Ok(Some(Ok(chunk))) => chunk,
-            };
-            let events =
-                decoder.push(&chunk).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?;
-            for event in events {
-                state.data(&event.data, on_delta)?;
-            }
-            if state.done {
-                return Ok(state.finish());
-            }
-        }
-        if let Some(event) = decoder.finish() {
-            state.data(&event.data, on_delta)?;
-        }
-        if state.done || state.finish.is_some() {
-            return Ok(state.finish());
-        }
-        Err(cut("the stream ended before the response was complete".into()))
+        read_stream(response.bytes_stream(), self.limits, on_delta).await
     }
 
+    /// Every attempt the retry policy allows; the message of each failed one goes to `last`.
+    async fn attempts(
+        &self,
+        body: &Value,
+        on_delta: &(dyn Fn(Delta) + Send + Sync),
+        last: &std::sync::Mutex<Option<String>>,
+    ) -> Result<Response, LlmError> {
+        let emitted = AtomicBool::new(false);
+        let relay = |delta: Delta| {
+            emitted.store(true, Ordering::Relaxed);
+            on_delta(delta);
+        };
+        let mut attempt = 0;
+        loop {
+            let (message, wait) = match self.attempt(body, &relay).await {
+                Ok(response) => return Ok(response),
+                Err(Attempt::Fatal(error)) => return Err(error),
+                Err(Attempt::Retry { message, wait }) => (message, wait),
+            };
+            if let Ok(mut last) = last.lock() {
+                *last = Some(message.clone());
+            }
+            if emitted.load(Ordering::Relaxed) {
+                return Err(LlmError::StreamInterrupted { message });
+            }
+            if attempt == self.retry.max_retries {
+                return Err(LlmError::RetriesExhausted { attempts: attempt + 1, last: message });
+            }
+            let wait = wait.unwrap_or_else(|| retry::backoff(&self.retry, attempt));
+            tracing::warn!(attempt = attempt + 1, wait_ms = wait.as_millis() as u64, %message, "model request failed; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    /// One response: every attempt, within the response deadline, until cancelled (dropping the attempts cancels
+    /// whatever they were doing, a backoff wait included).
     async fn run(
         &self,
         request: &Request,
@@ -381,39 +400,66 @@ impl OpenAiClient {
         cancel: &CancellationToken,
     ) -> Result<Response, LlmError> {
         let body = body(request);
-        let emitted = AtomicBool::new(false);
-        let relay = |delta: Delta| {
-            emitted.store(true, Ordering::Relaxed);
-            on_delta(delta);
+        let last = std::sync::Mutex::new(None);
+        let deadline = tokio::time::Instant::now() + self.limits.deadline;
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(LlmError::Cancelled),
+            result = self.attempts(&body, on_delta, &last) => result,
+            () = tokio::time::sleep_until(deadline) => Err(LlmError::Deadline {
+                limit: limits::describe(self.limits.deadline),
+                last: last.lock().ok().and_then(|l| l.clone()),
+            }),
+        }
+    }
+}
+
+/// Read one streamed response to its end under the stream limits: the idle timer (comments count only up to a
+/// point) and the output cap. A stall is worth a retry (if nothing reached the user); the cap is final.
+async fn read_stream<S, B, E>(
+    mut stream: S,
+    limits: Limits,
+    on_delta: &(dyn Fn(Delta) + Send + Sync),
+) -> Result<Response, Attempt>
+where
+    S: futures::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    let mut decoder = sse::Decoder::default();
+    let mut state = StreamState::default();
+    let mut liveness = Liveness::new(limits, tokio::time::Instant::now());
+    let cut = |message: String| Attempt::Retry { message, wait: None };
+    loop {
+        let chunk = match tokio::time::timeout_at(liveness.stalls_at(), stream.next()).await {
+            Err(_) => match liveness.stalled(tokio::time::Instant::now()) {
+                Some(stall) => return Err(cut(stall.to_string())),
+                None => continue,
+            },
+            Ok(None) => break,
+            Ok(Some(Err(e))) => return Err(cut(format!("connection lost mid-stream: {e}"))),
+            Ok(Some(Ok(chunk))) => chunk,
         };
-        let mut last = String::new();
-        for attempt in 0..=self.retry.max_retries {
-            let result = tokio::select! {
-                result = self.attempt(&body, &relay) => result,
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
-            };
-            let (message, wait) = match result {
-                Ok(response) => return Ok(response),
-                Err(Attempt::Fatal(error)) => return Err(error),
-                Err(Attempt::Retry { message, wait }) => (message, wait),
-            };
-            if emitted.load(Ordering::Relaxed) {
-                return Err(LlmError::StreamInterrupted { message });
-            }
-            if attempt == self.retry.max_retries {
-                last = message;
-                break;
-            }
-            let wait = wait.unwrap_or_else(|| retry::backoff(&self.retry, attempt));
-            tracing::warn!(attempt = attempt + 1, wait_ms = wait.as_millis() as u64, %message, "model request failed; retrying");
-            last = message;
-            tokio::select! {
-                () = tokio::time::sleep(wait) => {}
-                () = cancel.cancelled() => return Err(LlmError::Cancelled),
+        let events =
+            decoder.push(chunk.as_ref()).map_err(|e| Attempt::Fatal(LlmError::Protocol(e.to_string())))?;
+        liveness.record(tokio::time::Instant::now(), Activity { data: decoder.take_activity() });
+        for event in events {
+            state.data(&event.data, on_delta)?;
+            if limits.over_cap(state.output_bytes) {
+                return Err(Attempt::Fatal(LlmError::OutputCap { tokens: limits.output_tokens }));
             }
         }
-        Err(LlmError::RetriesExhausted { attempts: self.retry.max_retries + 1, last })
+        if state.done {
+            return Ok(state.finish());
+        }
     }
+    if let Some(event) = decoder.finish() {
+        state.data(&event.data, on_delta)?;
+    }
+    if state.done || state.finish.is_some() {
+        return Ok(state.finish());
+    }
+    Err(cut("the stream ended before the response was complete".into()))
 }
 
 /// The model ids the provider offers (`GET {base}/models`). Bounded by the connect timeout; never retried.

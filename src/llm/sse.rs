@@ -1,5 +1,5 @@
 //! A Server-Sent Events decoder: bytes in, events out. Handles `\n` and `\r\n`, multi-line `data:`,
-//! `event:` names and `:` comments, and bounds the size of one event.
+//! `event:` names and `:` comments, bounds the size of one event, and tells real data from keep-alive comments.
 //!
 //! Owns SSE framing only; knows nothing about what the data means.
 
@@ -23,6 +23,8 @@ pub struct Decoder {
     data: Vec<String>,
     data_len: usize,
     max_event_bytes: usize,
+    /// Something other than comments and blank lines arrived since [`Decoder::take_activity`].
+    active: bool,
 }
 
 impl Default for Decoder {
@@ -33,7 +35,21 @@ impl Default for Decoder {
 
 impl Decoder {
     pub fn new(max_event_bytes: usize) -> Self {
-        Self { buffer: Vec::new(), event: None, data: Vec::new(), data_len: 0, max_event_bytes }
+        Self {
+            buffer: Vec::new(),
+            event: None,
+            data: Vec::new(),
+            data_len: 0,
+            max_event_bytes,
+            active: false,
+        }
+    }
+
+    /// Did anything but comments (keep-alives) and blank lines arrive since the last call? A line still being
+    /// received counts unless it is a comment.
+    pub fn take_activity(&mut self) -> bool {
+        let partial = self.buffer.first().is_some_and(|&b| b != b':');
+        std::mem::take(&mut self.active) || partial
     }
 
     /// Decode every complete line in `chunk` (plus what was buffered) and return the finished events.
@@ -74,6 +90,7 @@ impl Decoder {
         if line.starts_with(':') {
             return Ok(None);
         }
+        self.active = true;
         let (field, value) = match line.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
             None => (line, ""),
@@ -132,6 +149,20 @@ mod tests {
         assert_eq!(d.push(b"data: last").unwrap(), vec![]);
         assert_eq!(d.finish(), Some(data("last")));
         assert_eq!(d.finish(), None);
+    }
+
+    #[test]
+    fn comments_and_blank_lines_are_not_activity_but_fields_and_partial_lines_are() {
+        let mut d = Decoder::default();
+        assert_eq!(d.push(b": keep-alive\n\n: OPENROUTER PROCESSING\n\n").unwrap(), vec![]);
+        assert!(!d.take_activity());
+        assert_eq!(d.push(b": partial comm").unwrap(), vec![]);
+        assert!(!d.take_activity());
+        assert_eq!(d.push(b"ent\n\ndata: {\"a\"").unwrap(), vec![]);
+        assert!(d.take_activity(), "half a data line");
+        assert_eq!(d.push(b"}\n\n").unwrap(), vec![data("{\"a\"}")]);
+        assert!(d.take_activity());
+        assert!(!d.take_activity(), "taken");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! Owns the process and its signals. The MCP conversation over its pipes belongs to `server`.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
 
+use crate::shell::environment::Environment;
 use crate::shell::process::{Group, signal_group, track};
 
 /// Time a server gets to exit after its stdin closes.
@@ -30,7 +31,7 @@ const STDERR_LINES: usize = 20;
 /// A running server process.
 pub struct Process {
     pub pid: i32,
-    group: Group,
+    group: Arc<Group>,
     /// `Some(description)` once the process has exited.
     exit: watch::Receiver<Option<String>>,
     stderr: Arc<Mutex<VecDeque<String>>>,
@@ -43,12 +44,20 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
-/// The environment a server starts with: tinycode's own, then the server's configured `env` on top (a server
-/// legitimately needs its own keys). This is the one place where a process-wide scrubbing policy for child
-/// environments applies to MCP servers.
-pub fn environment(command: &mut Command, env: &[(String, String)]) {
-    for (name, value) in env {
-        command.env(name, value);
+/// Where a session's stdio servers start and with which environment: the session's command environment (the
+/// agent's own with provider keys and other secret-looking variables removed, as for every command; the user's
+/// `[shell]` policy can keep more), then the server's configured `env` on top (a server legitimately needs its
+/// own keys, and the user or the editor named them).
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub cwd: PathBuf,
+    pub environment: Arc<Environment>,
+}
+
+impl Launch {
+    fn apply(&self, command: &mut Command, env: &[(String, String)]) {
+        self.environment.apply(command);
+        command.envs(env.iter().map(|(name, value)| (name, value)));
     }
 }
 
@@ -68,24 +77,24 @@ impl Process {
         command: &str,
         args: &[String],
         env: &[(String, String)],
-        cwd: &Path,
+        launch: &Launch,
     ) -> std::io::Result<(Process, ChildStdout, ChildStdin)> {
         let mut builder = Command::new(command);
         builder
             .args(args)
-            .current_dir(cwd)
+            .current_dir(&launch.cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        environment(&mut builder, env);
+        launch.apply(&mut builder, env);
         let mut child = builder.spawn()?;
         let pid = child
             .id()
             .and_then(|pid| i32::try_from(pid).ok())
             .ok_or_else(|| std::io::Error::other("the server exited before it could be tracked"))?;
-        let group = track(pid);
+        let group = Arc::new(track(pid));
         let (stdout, stdin) = match (child.stdout.take(), child.stdin.take()) {
             (Some(stdout), Some(stdin)) => (stdout, stdin),
             _ => return Err(std::io::Error::other("the server's pipes could not be opened")),
@@ -106,8 +115,15 @@ impl Process {
             });
         }
         let (exit_tx, exit) = watch::channel(None);
+        // Weak: dropping the `Process` must still drop (and so kill) the group while the server runs.
+        let leader = Arc::downgrade(&group);
         tokio::spawn(async move {
-            let described = match child.wait().await {
+            let status = child.wait().await;
+            if let Some(group) = leader.upgrade() {
+                // Its pid may name another process from now on: the group's tree is no longer walked.
+                group.mark_reaped();
+            }
+            let described = match status {
                 Ok(status) => describe(status),
                 Err(e) => format!("could not be watched: {e}"),
             };

@@ -5,7 +5,6 @@
 //!
 //! Owns one connection. Naming and the session's set belong to `servers`.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -23,7 +22,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Handler, ProgressSink, Shared};
-use super::process::Process;
+use super::process::{Launch, Process};
 use super::spec::{Spec, Transport};
 use super::{Phase, Report};
 use crate::tool::ToolError;
@@ -61,7 +60,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// One server.
 pub struct Server {
     pub spec: Spec,
-    cwd: PathBuf,
+    launch: Launch,
     phase: watch::Sender<Phase>,
     live: Mutex<Option<Arc<Live>>>,
     pub(super) shared: Arc<Shared>,
@@ -96,14 +95,14 @@ fn with_stderr(reason: String, process: Option<&Process>) -> String {
 impl Server {
     pub fn new(
         spec: Spec,
-        cwd: PathBuf,
+        launch: Launch,
         shared: Arc<Shared>,
         report: Arc<dyn Fn(Report) + Send + Sync>,
     ) -> Arc<Server> {
         let phase = if spec.enabled { Phase::Starting } else { Phase::Disabled };
         Arc::new(Server {
             spec,
-            cwd,
+            launch,
             phase: watch::Sender::new(phase),
             live: Mutex::new(None),
             shared,
@@ -169,8 +168,9 @@ impl Server {
         let handler = Handler { shared: self.shared.clone() };
         let (service, process) = match transport {
             Transport::Stdio { command, args, env } => {
-                let (process, stdout, stdin) = Process::spawn(self.name(), &command, &args, &env, &self.cwd)
-                    .map_err(|e| format!("`{command}` could not be started: {e}"))?;
+                let (process, stdout, stdin) =
+                    Process::spawn(self.name(), &command, &args, &env, &self.launch)
+                        .map_err(|e| format!("`{command}` could not be started: {e}"))?;
                 match handler.serve((stdout, stdin)).await {
                     Ok(service) => (service, Some(process)),
                     Err(e) => {

@@ -16,9 +16,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::{ElicitorSlot, Shared};
 use super::naming::{self, Names};
+use super::process::Launch;
 use super::server::Server;
 use super::spec::Spec;
 use super::{Elicitor, Phase, PromptCommand, Report, Status, adapter};
+use crate::shell::environment::Environment;
 use crate::tool::Registry;
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -31,6 +33,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The servers of one session.
 pub struct Servers {
     cwd: PathBuf,
+    /// The environment stdio servers start with (the session's command environment).
+    environment: RwLock<Arc<Environment>>,
     servers: Mutex<Vec<Arc<Server>>>,
     names: Mutex<Names>,
     elicitor: ElicitorSlot,
@@ -47,6 +51,7 @@ impl Servers {
     pub fn new(cwd: PathBuf, report: Arc<dyn Fn(Report) + Send + Sync>) -> Arc<Servers> {
         Arc::new(Servers {
             cwd,
+            environment: RwLock::new(Arc::new(Environment::default())),
             servers: Mutex::new(Vec::new()),
             names: Mutex::new(Names::default()),
             elicitor: Arc::new(RwLock::new(None)),
@@ -81,6 +86,22 @@ impl Servers {
                 tokio::spawn(server.start(self.closed.child_token()));
             }
         }
+    }
+
+    /// The environment servers started from now on get (before their own `env`).
+    pub fn set_environment(&self, environment: Arc<Environment>) {
+        match self.environment.write() {
+            Ok(mut slot) => *slot = environment,
+            Err(poisoned) => *poisoned.into_inner() = environment,
+        }
+    }
+
+    fn launch_in(&self) -> Launch {
+        let environment = match self.environment.read() {
+            Ok(env) => env.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Launch { cwd: self.cwd.clone(), environment }
     }
 
     /// Where servers' questions go from now on (servers started later declare elicitation by it).
@@ -120,7 +141,7 @@ impl Servers {
                 progress: Mutex::new(Default::default()),
                 on_change: Arc::new(move || changed(Report::Changed)),
             });
-            let server = Server::new(spec, self.cwd.clone(), shared, report);
+            let server = Server::new(spec, self.launch_in(), shared, report);
             servers.push(server.clone());
             self.launch(server);
         }

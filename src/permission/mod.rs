@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::display::{Content, Presentation};
 
-/// The permission categories of seed 000 §8.4.
+/// The permission categories of seed 000 §8.4, plus `external_directory` and `secret-read` for the file tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Category {
     #[serde(rename = "read")]
@@ -35,13 +35,19 @@ pub enum Category {
     DestructiveShell,
     #[serde(rename = "secret-shell")]
     SecretShell,
+    /// A read, search or listing outside the session's directories (asked per directory).
+    #[serde(rename = "external_directory")]
+    ExternalDirectory,
+    /// A file tool reading a secret file (`.env`, a private key): asked every time.
+    #[serde(rename = "secret-read")]
+    SecretRead,
     /// A tool of an MCP server; patterns are `server/tool`.
     #[serde(rename = "mcp")]
     Mcp,
 }
 
 impl Category {
-    pub const ALL: [Category; 9] = [
+    pub const ALL: [Category; 11] = [
         Category::Read,
         Category::Edit,
         Category::Shell,
@@ -50,6 +56,8 @@ impl Category {
         Category::PlanExit,
         Category::DestructiveShell,
         Category::SecretShell,
+        Category::ExternalDirectory,
+        Category::SecretRead,
         Category::Mcp,
     ];
 
@@ -63,13 +71,15 @@ impl Category {
             Category::PlanExit => "plan_exit",
             Category::DestructiveShell => "destructive-shell",
             Category::SecretShell => "secret-shell",
+            Category::ExternalDirectory => "external_directory",
+            Category::SecretRead => "secret-read",
             Category::Mcp => "mcp",
         }
     }
 
     /// Categories whose asks can never be answered "always allow".
     pub fn always_asks(self) -> bool {
-        matches!(self, Category::DestructiveShell | Category::SecretShell)
+        matches!(self, Category::DestructiveShell | Category::SecretShell | Category::SecretRead)
     }
 
     pub fn parse(name: &str) -> Option<Category> {
@@ -200,7 +210,7 @@ pub enum Reply {
     AllowAlways,
     RejectOnce,
     RejectAlways,
-    /// The turn was cancelled while the question was open (or the client failed to answer).
+    /// The turn was cancelled while the question was open.
     Cancelled,
 }
 
@@ -244,7 +254,11 @@ pub fn agent_rules(agent: &str) -> Vec<Rule> {
             Rule::new("plan_enter", "*", Action::Deny),
         ],
         "accept-edits" => [build, vec![Rule::new("edit", "*", Action::Allow)]].concat(),
-        "yolo" => vec![Rule::new("*", "*", Action::Allow), Rule::new("secret-shell", "*", Action::Ask)],
+        "yolo" => vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("secret-shell", "*", Action::Ask),
+            Rule::new("secret-read", "*", Action::Ask),
+        ],
         _ => build,
     }
 }

@@ -22,6 +22,7 @@ use crate::control::Control;
 use crate::llm::openai::OpenAiClient;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::shell::environment::Environment;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
@@ -97,7 +98,7 @@ impl Manager {
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
     pub fn database_path(&self) -> std::path::PathBuf {
-        self.sources.data_dir().join("tinycode.db")
+        crate::store::database_path(&self.sources.data_dir())
     }
 
     /// The store, opened on first use (on a blocking thread).
@@ -161,6 +162,9 @@ impl Manager {
         let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
         mcp.set_elicitor(seams.elicitor.clone());
         mcp.hold();
+        // One environment for every command the session runs: bash, tasks, formatters and MCP servers.
+        let environment = Arc::new(Environment::new(&config.env_policy));
+        mcp.set_environment(environment.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
             mcp,
@@ -170,13 +174,18 @@ impl Manager {
             announced: std::sync::atomic::AtomicBool::new(false),
             pending_notices: Mutex::new(Vec::new()),
             reported: Mutex::new(std::collections::HashSet::new()),
-            files: Arc::new(Files::new(
-                vec![cwd.clone()],
-                seams.fs.clone(),
-                self.locks.clone(),
-                config.formatters.clone(),
-            )),
-            tasks: Arc::new(Tasks::new(config.data_dir.join("tasks").join(&row.id))),
+            files: Arc::new(
+                Files::new(
+                    seams.roots(&cwd),
+                    seams.fs.clone(),
+                    self.locks.clone(),
+                    config.formatters.clone(),
+                )
+                .with_environment(environment.clone()),
+            ),
+            tasks: Arc::new(
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+            ),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
             models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),

@@ -64,6 +64,16 @@ pub struct Seams {
     pub trust: Option<Arc<dyn TrustAsker>>,
     /// The editor's form for MCP servers' questions; `None` declines them.
     pub elicitor: Option<Arc<dyn Elicitor>>,
+    /// The editor's `additionalDirectories`: absolute roots the file tools treat as inside, like the
+    /// session's own directory.
+    pub additional_directories: Vec<PathBuf>,
+}
+
+impl Seams {
+    /// The session's roots for these seams: its directory, then the additional directories.
+    pub fn roots(&self, cwd: &std::path::Path) -> Vec<PathBuf> {
+        std::iter::once(cwd.to_path_buf()).chain(self.additional_directories.iter().cloned()).collect()
+    }
 }
 
 /// A title derived from a prompt: its first line, whitespace collapsed, at most 60 characters.
@@ -156,6 +166,7 @@ impl Session {
 
     /// Send this session's events to a (new) editor connection.
     pub fn rebind(&self, seams: &Seams) {
+        self.files.rebind(seams.roots(&self.cwd), seams.fs.clone());
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();

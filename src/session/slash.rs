@@ -278,7 +278,7 @@ impl Session {
         let (status, output, replacement) = match verdict {
             Verdict::Allow => {
                 self.sink().emit(AgentEvent::ToolCallRunning { call_id: call_id.clone() });
-                let (output, ok) = run_line(line, &self.cwd, cancel).await;
+                let (output, ok) = run_line(line, &self.cwd, self.tasks.environment(), cancel).await;
                 let status = if ok { ToolStatus::Completed } else { ToolStatus::Failed };
                 (status, output.clone(), output)
             }
@@ -309,8 +309,13 @@ impl Session {
 }
 
 /// Run `line` in `cwd` (its own process group), with a time limit; returns its output and whether it succeeded.
-async fn run_line(line: &str, cwd: &std::path::Path, cancel: &CancellationToken) -> (String, bool) {
-    let (mut child, _group) = match crate::shell::process::spawn(line, cwd) {
+async fn run_line(
+    line: &str,
+    cwd: &std::path::Path,
+    env: &crate::shell::environment::Environment,
+    cancel: &CancellationToken,
+) -> (String, bool) {
+    let (mut child, group) = match crate::shell::process::spawn(line, cwd, env) {
         Ok(spawned) => spawned,
         Err(e) => return (format!("[`{line}` could not be started: {e}]"), false),
     };
@@ -328,7 +333,7 @@ async fn run_line(line: &str, cwd: &std::path::Path, cancel: &CancellationToken)
             }
         };
         tokio::join!(read_out, read_err);
-        let status = child.wait().await.ok();
+        let status = group.wait(&mut child).await.ok();
         (out, err, status)
     };
     let (out, err, status) = tokio::select! {

@@ -1,23 +1,41 @@
-//! Child processes in process groups of their own: spawning `sh -c` so that the whole group (grandchildren
-//! included) can be signalled, a registry of every live group this process created (so nothing is left behind
-//! on exit, SIGTERM or panic), and SIGTERM-poll-SIGKILL termination.
+//! Child processes and everything they start: spawning `sh -c` as the leader of a new process group, under the
+//! supervisor ([`super::supervisor`]) when one is installed (the real binary on Linux), a registry of every live
+//! group this process created (so nothing is left behind on exit, SIGTERM or panic), polite signals, and killing
+//! a command's whole tree (the walk in [`super::tree`], then the group) on cancel, timeout and close.
 //!
-//! Owns signals. It never signals a process group it did not create.
+//! Owns signals. It never signals a process group it did not create, nor a process outside a tree it started.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+
+use super::environment::Environment;
+use super::tree;
 
 /// Process groups created by this process and not yet known to be gone.
 static GROUPS: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// The executable that runs the supervisor mode, once installed.
+static SUPERVISOR: OnceLock<PathBuf> = OnceLock::new();
 
 fn groups() -> std::sync::MutexGuard<'static, BTreeSet<i32>> {
     match GROUPS.lock() {
         Ok(groups) => groups,
         Err(poisoned) => poisoned.into_inner(),
     }
+}
+
+/// Start every later command under the supervisor mode of `executable` (the tinycode binary). Linux only: the
+/// supervisor relies on `PR_SET_CHILD_SUBREAPER` and `PR_SET_PDEATHSIG`; elsewhere commands keep running directly
+/// in their process group. The first installation wins. Returns whether supervision is now in use.
+pub fn use_supervisor(executable: PathBuf) -> bool {
+    if cfg!(target_os = "linux") {
+        let _ = SUPERVISOR.set(executable);
+    }
+    SUPERVISOR.get().is_some()
 }
 
 /// Send `signal` to every process of group `pgid`. Only groups in the registry are signalled.
@@ -35,37 +53,111 @@ pub fn group_alive(pgid: i32) -> bool {
     unsafe { libc::kill(-pgid, 0) == 0 }
 }
 
-/// Kill every group this process created (shutdown, panic).
+fn own_pid() -> i32 {
+    std::process::id() as i32
+}
+
+/// Kill every group this process created, with the trees below their leaders (shutdown, panic).
 pub fn kill_all() {
     let all: Vec<i32> = groups().iter().copied().collect();
     for pgid in all {
+        // Walk only below a leader that is still our child: a pid we reaped may since name someone else's process.
+        if tree::parent(pgid) == Some(own_pid()) {
+            tree::kill_tree(pgid);
+        }
         signal_group(pgid, libc::SIGKILL);
     }
 }
 
-/// Install a panic hook that kills every child group before the default hook runs.
+/// Kill everything this process ever started, including orphans it adopted as a subreaper (at exit).
+pub fn kill_every_descendant() {
+    kill_all();
+    tree::kill_descendants(own_pid());
+}
+
+/// Install a panic hook that kills every child group before the default hook runs, when the panic ends the
+/// process: a panic on the calling thread (the main thread, which runs the connection). A panic anywhere else
+/// ends only its own work (the tool boundary turns it into that call's error, tokio into a failed task), and
+/// the groups that work owned are killed as it unwinds; every other session's commands keep running.
 pub fn kill_children_on_panic() {
+    let main = std::thread::current().id();
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        kill_all();
+        if std::thread::current().id() == main {
+            kill_all();
+        }
         previous(info);
     }));
 }
 
-/// Owns a process group: dropping it kills whatever is left of the group.
+/// Owns a command's process group and the tree below its leader: dropping it kills whatever is left.
 #[derive(Debug)]
 pub struct Group {
+    /// The group leader's pid (the supervisor's, or the shell's when there is none), which is also the group id.
     pub pgid: i32,
+    /// The leader is the supervisor: polite signals go to it and it passes them on.
+    supervised: bool,
+    /// The leader has been waited for; its pid may now name another process, so the tree is no longer walked.
+    reaped: AtomicBool,
 }
 
 impl Group {
+    /// Record that the leader's exit status was collected (by [`Group::wait`] or by the caller).
+    pub fn mark_reaped(&self) {
+        self.reaped.store(true, Ordering::Release);
+    }
+
+    /// Wait for the leader `child` to exit, and record that it was reaped.
+    pub async fn wait(&self, child: &mut tokio::process::Child) -> std::io::Result<std::process::ExitStatus> {
+        let status = child.wait().await;
+        self.mark_reaped();
+        status
+    }
+
+    /// Ask politely (SIGTERM, SIGINT…): the supervisor passes the signal to every process below it; without one the
+    /// group and the tree below the shell get it directly.
+    pub fn signal(&self, signal: i32) -> bool {
+        if !groups().contains(&self.pgid) {
+            return false;
+        }
+        if self.supervised {
+            // SAFETY: kill(2) on the supervisor, which this process started and has not reaped.
+            return !self.reaped.load(Ordering::Acquire) && unsafe { libc::kill(self.pgid, signal) == 0 };
+        }
+        // The group, plus whatever below the shell left it (`setsid`), each signalled once.
+        if !self.reaped.load(Ordering::Acquire) {
+            for pid in tree::descendants(self.pgid) {
+                if tree::group(pid).is_some_and(|g| g != self.pgid) {
+                    // SAFETY: kill(2) on a process found below our own child.
+                    unsafe { libc::kill(pid, signal) };
+                }
+            }
+        }
+        signal_group(self.pgid, signal)
+    }
+
+    /// SIGKILL the whole tree below the leader, then the leader. A supervisor stays alive while its tree dies, so it
+    /// reaps it (nothing is handed to this process as a zombie), and is then told to finish: it dies by SIGKILL.
+    /// Without one, the shell is stopped first (so it cannot react) and killed with its group.
     pub fn kill(&self) {
+        if !self.reaped.load(Ordering::Acquire) && groups().contains(&self.pgid) {
+            if self.supervised {
+                tree::kill_descendants(self.pgid);
+                #[cfg(target_os = "linux")]
+                // SAFETY: kill(2) on the supervisor, which this process started and has not reaped.
+                unsafe {
+                    libc::kill(self.pgid, super::supervisor::FINISH_SIGNAL)
+                };
+                return;
+            }
+            tree::kill_tree(self.pgid);
+        }
         signal_group(self.pgid, libc::SIGKILL);
     }
 
-    /// SIGTERM, then poll for up to `grace`, then SIGKILL. Returns true if SIGKILL was needed.
+    /// A polite signal, up to `grace` to take effect, then [`Group::kill`]. Returns true if killing was needed.
     pub async fn terminate(&self, grace: Duration) -> bool {
-        signal_group(self.pgid, libc::SIGTERM);
+        self.signal(libc::SIGTERM);
         let deadline = tokio::time::Instant::now() + grace;
         while tokio::time::Instant::now() < deadline {
             if !group_alive(self.pgid) {
@@ -73,7 +165,8 @@ impl Group {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        signal_group(self.pgid, libc::SIGKILL)
+        self.kill();
+        true
     }
 }
 
@@ -84,44 +177,60 @@ impl Drop for Group {
     }
 }
 
-/// Environment that keeps commands from waiting for a terminal or a pager.
-const QUIET_ENV: [(&str, &str); 5] = [
-    ("PAGER", "cat"),
-    ("GIT_PAGER", "cat"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("TERM", "dumb"),
-    ("NO_COLOR", "1"),
-];
-
-/// Start `sh -c <command>` in `cwd` as the leader of a new process group, with piped output and no stdin.
-pub fn spawn(command: &str, cwd: &Path) -> std::io::Result<(tokio::process::Child, Group)> {
-    let mut builder = tokio::process::Command::new("sh");
-    builder
-        .arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
-    for (name, value) in QUIET_ENV {
-        builder.env(name, value);
-    }
-    let child = builder.spawn()?;
+/// Start `sh -c <command>` in `cwd` with exactly the environment `env`, as the leader of a new process group (or
+/// under the supervisor, which leads the group), with piped output and no stdin. If the supervisor cannot be
+/// started, the command runs directly (and a warning is logged).
+pub fn spawn(
+    command: &str,
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    let supervised = SUPERVISOR.get().and_then(|executable| {
+        let mut builder = tokio::process::Command::new(executable);
+        builder.arg(super::supervisor::MODE).arg(own_pid().to_string()).arg(command);
+        start(builder, cwd, env)
+            .map_err(
+                |e| tracing::warn!(error = %e, "cannot start the command under the supervisor; trying it directly"),
+            )
+            .ok()
+    });
+    let (child, supervised) = match supervised {
+        Some(child) => (child, true),
+        None => {
+            let mut builder = tokio::process::Command::new("sh");
+            builder.arg("-c").arg(command);
+            (start(builder, cwd, env)?, false)
+        }
+    };
     let pgid = child
         .id()
         .and_then(|pid| i32::try_from(pid).ok())
         .ok_or_else(|| std::io::Error::other("the command exited before it could be tracked"))?;
     groups().insert(pgid);
-    Ok((child, Group { pgid }))
+    Ok((child, Group { pgid, supervised, reaped: AtomicBool::new(false) }))
+}
+
+fn start(
+    mut builder: tokio::process::Command,
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<tokio::process::Child> {
+    env.apply(&mut builder);
+    builder
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
 }
 
 /// Track a process group this process created elsewhere (an MCP server), so exit and panic kill it too; dropping
 /// the returned [`Group`] kills whatever is left of it.
 pub fn track(pgid: i32) -> Group {
     groups().insert(pgid);
-    Group { pgid }
+    Group { pgid, supervised: false, reaped: AtomicBool::new(false) }
 }
 
 /// Exit status as (code, signal).
@@ -132,10 +241,7 @@ pub fn exit_parts(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>
 
 /// Is `pid` a live process (not gone, not a zombie)? Reads `/proc`.
 pub fn running(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    // The state follows the parenthesised command name, which may itself contain spaces.
-    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
-    !matches!(state, None | Some("Z") | Some("X"))
+    tree::alive(pid)
 }
 
 /// The number of a signal named like `SIGKILL` or `KILL`.
@@ -183,7 +289,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("pid");
         let script = format!("sleep 30 & echo $! > {}; wait", marker.display());
-        let (mut child, group) = spawn(&script, dir.path()).unwrap();
+        let (mut child, group) = spawn(&script, dir.path(), &Environment::default()).unwrap();
         let pid = loop {
             if let Ok(text) = std::fs::read_to_string(&marker)
                 && let Ok(pid) = text.trim().parse::<i32>()
@@ -204,6 +310,19 @@ mod tests {
         };
         tokio::time::timeout(Duration::from_secs(5), gone).await.unwrap();
         assert!(!signal_group(pgid, 0), "the group left the registry");
+    }
+
+    #[tokio::test]
+    async fn a_panic_off_the_main_thread_leaves_every_command_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let (child, group) = spawn("sleep 30", dir.path(), &Environment::default()).unwrap();
+        let pid = child.id().unwrap() as i32;
+        // This test's thread plays the main thread; the panic below happens elsewhere, as in a tool.
+        kill_children_on_panic();
+        let crashed = std::thread::spawn(|| panic!("a tool crashed")).join();
+        assert!(crashed.is_err());
+        assert!(running(pid), "the panic killed a command it did not own");
+        drop(group);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! process group with its complete output in a log file and its tail in memory. Tasks end with their session.
 //! A monitored task that exits leaves a note for the model, delivered with its next request.
 //!
-//! Owns the task table. Signals go through `process`, which only touches groups this process created.
+//! Owns the task table and the session's command environment (which foreground commands use too). Signals go
+//! through `process`, which only touches groups and trees this process created.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 use super::capture::{Capture, Exit, Spill, describe_exit};
+use super::environment::Environment;
 use super::process::{self, Group};
 
 /// How much of a task's output is kept in memory (the log has all of it).
@@ -95,18 +97,21 @@ impl Task {
         format!("... [earlier output omitted; see the log] ...\n{cut}")
     }
 
-    /// SIGTERM the task's process group, wait up to `grace`, then SIGKILL.
+    /// SIGTERM the task's processes, wait up to `grace`, then kill its whole tree.
     pub async fn stop(&self, grace: Duration) -> Stopped {
         if let State::Exited(exit) = self.state() {
             return Stopped::AlreadyFinished(exit);
         }
-        let pgid = lock(&self.group).as_ref().map(|g| g.pgid);
-        let Some(pgid) = pgid else { return Stopped::AlreadyFinished(Exit { code: None, signal: None }) };
-        process::signal_group(pgid, libc::SIGTERM);
+        let signalled = lock(&self.group).as_ref().map(|g| g.signal(libc::SIGTERM));
+        if signalled.is_none() {
+            return Stopped::AlreadyFinished(Exit { code: None, signal: None });
+        }
         if tokio::time::timeout(grace, self.exited()).await.is_ok() {
             return Stopped::Terminated;
         }
-        process::signal_group(pgid, libc::SIGKILL);
+        if let Some(group) = lock(&self.group).as_ref() {
+            group.kill();
+        }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.exited()).await;
         Stopped::Killed
     }
@@ -128,15 +133,33 @@ impl Task {
 /// The tasks of one session.
 pub struct Tasks {
     dir: PathBuf,
+    environment: Arc<Environment>,
     next: AtomicU64,
     tasks: Mutex<BTreeMap<u64, Arc<Task>>>,
     notes: Arc<Mutex<Vec<String>>>,
 }
 
 impl Tasks {
-    /// Task logs go to `dir`.
+    /// Task logs go to `dir`. Commands get the default environment policy until [`Tasks::with_environment`].
     pub fn new(dir: PathBuf) -> Self {
-        Self { dir, next: AtomicU64::new(1), tasks: Mutex::new(BTreeMap::new()), notes: Arc::default() }
+        Self {
+            dir,
+            environment: Arc::new(Environment::default()),
+            next: AtomicU64::new(1),
+            tasks: Mutex::new(BTreeMap::new()),
+            notes: Arc::default(),
+        }
+    }
+
+    /// Run every command of the session with `environment`.
+    pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// The environment the session's commands get (foreground ones too).
+    pub fn environment(&self) -> &Environment {
+        &self.environment
     }
 
     /// Start `command` in `cwd`. A `limit` stops it (SIGTERM, then SIGKILL) when it runs that long.
@@ -149,7 +172,7 @@ impl Tasks {
     ) -> std::io::Result<Arc<Task>> {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let id = format!("task_{number}");
-        let (mut child, group) = process::spawn(command, cwd)?;
+        let (mut child, group) = process::spawn(command, cwd, &self.environment)?;
         let log = self.dir.join(format!("{id}-{}.log", uuid::Uuid::new_v4().simple()));
         let task = Arc::new(Task {
             id,
@@ -168,7 +191,7 @@ impl Tasks {
         let (pumped, notes) = (task.clone(), self.notes.clone());
         tokio::spawn(async move {
             let exit = pump(&pumped, &mut child, stdout, stderr, Spill::always(log), limit).await;
-            // Whatever the command left running in its group goes with it.
+            // Whatever the command left running goes with it.
             drop(lock(&pumped.group).take());
             if pumped.kind == Kind::Monitor {
                 let note = describe_exit(&pumped.command, exit).0.unwrap_or_else(|| "Exit code 0.".into());
@@ -245,22 +268,22 @@ async fn pump(
         lock(&task.tail).push(chunk);
         task.output_seq.send_modify(|n| *n += 1);
     };
+    let with_group = |act: &dyn Fn(&Group)| {
+        if let Some(group) = lock(&task.group).as_ref() {
+            act(group);
+        }
+    };
     let status = loop {
         tokio::select! {
             Some(chunk) = rx.recv() => record(&chunk),
             status = child.wait() => break status.ok(),
             () = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => {
-                let group = lock(&task.group).as_ref().map(|g| g.pgid);
-                if let Some(pgid) = group {
-                    process::signal_group(pgid, libc::SIGTERM);
-                }
+                with_group(&|g| { g.signal(libc::SIGTERM); });
                 let grace = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
                 match grace {
                     Ok(status) => break status.ok(),
                     Err(_) => {
-                        if let Some(pgid) = group {
-                            process::signal_group(pgid, libc::SIGKILL);
-                        }
+                        with_group(&Group::kill);
                         break child.wait().await.ok();
                     }
                 }
@@ -268,9 +291,10 @@ async fn pump(
         }
     };
     // The leader is gone: stop the rest of its group so the pipes close, then drain them.
-    if let Some(group) = lock(&task.group).as_ref() {
-        group.kill();
-    }
+    with_group(&|g| {
+        g.mark_reaped();
+        g.kill();
+    });
     while let Ok(Some(chunk)) = tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
         record(&chunk);
     }

@@ -33,6 +33,11 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// The database file inside the data directory (`TINYCODE_DATA_DIR`).
+pub fn database_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("tinycode.db")
+}
+
 /// How long a write waits for another process's transaction before failing.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 

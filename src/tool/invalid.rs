@@ -1,7 +1,10 @@
-//! The `invalid` tool (seed 000 §8.3, §8.6): where calls with unrepairable arguments or unknown names are
-//! routed, so the model gets a tool result it can learn from. Never offered to the model; always an error.
+//! The `invalid` tool (seed 000 §8.3, §8.6): where the input repair pipeline routes calls that cannot run
+//! (unrepairable arguments, a call cut off by the output limit, required arguments still missing), so the
+//! user sees a failed call and the model a tool result it can learn from. Never offered to the model; always
+//! an error.
 //!
-//! Owns the wording of that correction. Must not touch the filesystem.
+//! Owns how such a call is shown and answered; the wording of each correction is the pipeline's
+//! (`tool::repair`). Must not touch the filesystem.
 
 use serde_json::{Value, json};
 
@@ -36,15 +39,12 @@ fn present(args: &Value, _cwd: &std::path::Path) -> Presentation {
     Presentation { title: format!("Invalid call to `{name}`"), kind: Kind::Other, ..Presentation::default() }
 }
 
-/// The arguments for routing a bad call here.
+/// The arguments for routing a bad call here: `error` is the whole message for the model.
 pub fn args(original_name: &str, error: &str, original_args: &str) -> Value {
     json!({"error": error, "original_name": original_name, "original_args": original_args})
 }
 
 async fn execute(_ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
-    let name = args.get("original_name").and_then(Value::as_str).unwrap_or("?");
-    let error = args.get("error").and_then(Value::as_str).unwrap_or("unknown error");
-    Err(ToolError::retry(format!(
-        "The arguments provided to the tool `{name}` are invalid: {error}\nPlease resend the call with a single valid JSON object as its arguments."
-    )))
+    let error = args.get("error").and_then(Value::as_str).unwrap_or("The tool call was invalid.");
+    Err(ToolError::retry(error))
 }

@@ -1,6 +1,7 @@
 //! The tool framework of seed 000 §8.1: [`Def`], the per-call [`Context`], what a call returns
 //! ([`ToolOutput`], [`Outcome`]) and the progress it reports. The ordered [`Registry`] and the execution flow
-//! live in `registry`, truncation in `truncate`, argument alias repair in `input`, argument reading in `args`.
+//! live in `registry`, truncation in `truncate`, the input repair pipeline in `repair`, argument reading in
+//! `args`.
 //!
 //! One step is added in front of the permission ask: tools that change files have a `preview` that computes
 //! the change in memory, so the ask can show the real diff and a change that cannot apply is reported without
@@ -11,10 +12,11 @@
 //! `permission::Service`.
 
 pub mod args;
+pub mod boundary;
 pub mod error;
-pub mod input;
 pub mod invalid;
 pub mod registry;
+pub mod repair;
 pub mod truncate;
 
 pub use args::{arg_opt_str, arg_opt_u64, arg_str};

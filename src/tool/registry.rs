@@ -1,6 +1,7 @@
 //! The ordered, thread-safe [`Registry`] and the execution flow of seed 000 §8.1 (lookup → preview →
 //! permission → `tool.execute.before` → execute → error or after-hook → `tool.execute.after` → truncation
-//! preview with the full output saved).
+//! preview with the full output saved). Tool code runs behind [`boundary`]: a panic is that call's error, and
+//! arguments over the size bound are refused before the tool sees them.
 //!
 //! Owns running one call. Must not know any particular tool: the built-ins are registered by `builtin`.
 
@@ -8,7 +9,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::{Context, Def, Outcome, Preview, Progress, ToolError, invalid, truncate};
+use super::{Context, Def, Outcome, Preview, Progress, ToolError, boundary, invalid, repair, truncate};
 use crate::bus::Event;
 use crate::display::Presentation;
 use crate::permission::{Ask, Verdict};
@@ -61,11 +62,14 @@ impl Registry {
         self.read_defs().iter().find(|d| d.id == id).cloned()
     }
 
-    /// Lookup that forgives surrounding whitespace and case (`" Read"` → `read`), as models get these wrong.
+    /// Lookup that forgives what models get wrong in names: whitespace, case, `-`/`_`, `default_api.` and
+    /// other agents' names for a tool (`repair::canonical_name`). The hidden `invalid` tool is only exact.
     pub fn resolve(&self, name: &str) -> Option<Arc<Def>> {
         self.get(name).or_else(|| {
-            let wanted = name.trim().to_lowercase();
-            self.read_defs().iter().find(|d| d.id == wanted).cloned()
+            let defs = self.read_defs();
+            let ids: Vec<&str> = defs.iter().map(|d| d.id.as_str()).filter(|id| *id != invalid::ID).collect();
+            let id = repair::canonical_name(name, &ids)?;
+            defs.iter().find(|d| d.id == id).cloned()
         })
     }
 
@@ -84,12 +88,26 @@ impl Registry {
             let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
-        let mut presentation = (def.present)(&args, &ctx.directory);
+        let presented = boundary::guard_sync(|| (def.present)(&args, &ctx.directory));
+        let mut presentation = match presented {
+            Ok(presentation) => presentation,
+            Err(error) => {
+                ctx.report(Progress::Presented(Presentation {
+                    title: def.id.clone(),
+                    ..Presentation::default()
+                }));
+                return Outcome::from_error(error);
+            }
+        };
+        if let Err(error) = boundary::check_size(&args) {
+            ctx.report(Progress::Presented(presentation));
+            return Outcome::from_error(error);
+        }
         let mut category = def.permission;
         if let Some(preview) = &def.preview {
             let previewed = tokio::select! {
                 biased;
-                previewed = preview(ctx.clone(), args.clone()) => previewed,
+                previewed = boundary::guard(async { preview(ctx.clone(), args.clone()).await }) => previewed,
                 () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
             };
             match previewed {
@@ -153,7 +171,7 @@ impl Registry {
         // output) gets to finish that work; the token branch only wins while the tool is still pending.
         let result = tokio::select! {
             biased;
-            result = (def.execute)(ctx.clone(), args) => result,
+            result = boundary::guard(async { (def.execute)(ctx.clone(), args).await }) => result,
             () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
         };
         let mut output = match result {

@@ -148,6 +148,58 @@ async fn errors_publish_a_failed_after_event_and_keep_the_retry_execution_distin
 }
 
 #[tokio::test]
+async fn a_panic_in_a_tool_fails_that_call_alone_and_the_registry_keeps_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::default();
+    registry.register(Def {
+        execute: Arc::new(|_, _| Box::pin(async { panic!("index out of bounds") })),
+        ..def("crash", None, "", false)
+    });
+    registry.register(Def {
+        preview: Some(Arc::new(|_, _| Box::pin(async { panic!("preview broke") }))),
+        ..def("crash_preview", Some(Category::Edit), "", false)
+    });
+    registry
+        .register(Def { present: |_, _| panic!("present broke"), ..def("crash_present", None, "", false) });
+    registry.register(def("echo", None, "still here", false));
+    let ctx = context(dir.path(), None);
+    let mut events = ctx.bus.subscribe();
+    let outcome = registry.execute("crash", ctx.clone(), json!({})).await;
+    assert_eq!(
+        (outcome.output.as_str(), outcome.is_error, outcome.cancelled),
+        ("Error: the tool crashed: index out of bounds", true, false)
+    );
+    let _before = events.recv().await.unwrap();
+    assert!(matches!(events.recv().await.unwrap(), Event::ToolExecuteAfter { success: false, .. }));
+    let preview = registry.execute("crash_preview", ctx.clone(), json!({})).await;
+    assert_eq!(preview.output, "Error: the tool crashed: preview broke");
+    let present = registry.execute("crash_present", ctx.clone(), json!({})).await;
+    assert_eq!(present.output, "Error: the tool crashed: present broke");
+    assert_eq!(registry.execute("echo", ctx, json!({})).await.output, "still here");
+}
+
+#[tokio::test]
+async fn oversized_arguments_are_refused_before_the_tool_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::default();
+    registry.register(Def {
+        execute: Arc::new(|_, _| Box::pin(async { panic!("must not run") })),
+        ..def("write", None, "", false)
+    });
+    let ctx = context(dir.path(), None);
+    let mut events = ctx.bus.subscribe();
+    let args = json!({"content": "a".repeat(2 * boundary::MAX_ARGUMENT_BYTES)});
+    let outcome = registry.execute("write", ctx, args).await;
+    assert!(outcome.is_error);
+    assert!(
+        outcome.output.starts_with("The arguments of this call are 2048 KB; the limit is 1024 KB."),
+        "{}",
+        outcome.output
+    );
+    assert!(events.try_recv().is_err(), "the tool never started");
+}
+
+#[tokio::test]
 async fn long_output_is_previewed_and_saved_unless_the_tool_bounded_it() {
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::default();

@@ -2,6 +2,8 @@
 //! mode (0644 for a new file), and rename it over the target. A symlink is followed so its target is replaced
 //! and the link survives. Parent directories are created with mode 0755.
 //!
+//! Only a regular file (or nothing) is replaced: a FIFO, socket or device at the target is refused.
+//!
 //! Owns the disk write protocol. Blocking: call it from a blocking thread.
 
 use std::io::Write;
@@ -36,6 +38,9 @@ pub fn write(path: &Path, content: &[u8]) -> std::io::Result<bool> {
     let dir = target.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
     std::fs::DirBuilder::new().recursive(true).mode(NEW_DIR_MODE).create(dir)?;
     let existing = std::fs::metadata(&target).ok();
+    if let Some(kind) = existing.as_ref().and_then(super::regular::irregular_kind) {
+        return Err(std::io::Error::other(format!("it is {kind}, not a regular file")));
+    }
     let mode = existing.as_ref().map(|m| m.permissions().mode() & 0o7777).unwrap_or(NEW_FILE_MODE);
     let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temp = dir.join(format!(".{name}.tinycode-{}.tmp", uuid::Uuid::new_v4().simple()));
@@ -77,6 +82,19 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o750);
         let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, vec![std::ffi::OsString::from("run.sh")]);
+    }
+
+    #[test]
+    fn a_fifo_at_the_target_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        let name = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = write(&pipe, b"x").unwrap_err();
+        assert_eq!(err.to_string(), "it is a FIFO (named pipe), not a regular file");
+        assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+            &std::fs::symlink_metadata(&pipe).unwrap().file_type()
+        ));
     }
 
     #[test]

@@ -1,28 +1,46 @@
 //! File access for one session: reads through the editor (`fs/read_text_file`, unsaved buffers) when it offers
 //! that and from disk otherwise; writes through the editor (`fs/write_text_file`, so its review, buffers and
 //! format-on-save see them) or atomically to disk. It keeps the read ledger behind read-before-overwrite and
-//! stale-write detection, the workspace boundary, and the per-file locks that serialise edits.
+//! stale-write detection, the workspace boundary (`boundary`), and the per-file locks that serialise edits.
+//!
+//! Every read first asks the disk what the path is: a missing file is `None` without asking the editor, and
+//! anything but a regular file is refused before anyone opens it. Disk reads stop at [`MAX_TEXT_BYTES`]. An
+//! editor that refuses a read is believed: only "method not found" falls back to the disk.
 //!
 //! Owns every byte the tools read or write. Must not decide what to write.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
-use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
 
-use super::{atomic, format};
+use super::boundary::{Located, Roots};
+use super::{atomic, format, regular};
+use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
+
+/// Text files larger than this are refused by reads and edits (a read never holds more in memory).
+pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why the editor did not serve an `fs/*` request. Handled by [`Files`]: only `Unsupported` may fall back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EditorError {
+    /// The editor does not implement the method (JSON-RPC "method not found"): use the disk instead.
+    Unsupported,
+    /// The editor answered with an error: reported, never bypassed.
+    Failed(String),
+}
 
 /// The editor's file system, as the core sees it. Implemented by the `acp` layer.
 pub trait ClientFs: Send + Sync {
     fn can_read(&self) -> bool;
     fn can_write(&self) -> bool;
     /// The editor's current text of `path` (including unsaved changes).
-    fn read(&self, path: &Path) -> BoxFuture<'_, Result<String, String>>;
+    fn read(&self, path: &Path) -> BoxFuture<'_, Result<String, EditorError>>;
     /// Replace `path` in the editor (which saves it and shows the change for review).
-    fn write<'a>(&'a self, path: &'a Path, content: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    fn write<'a>(&'a self, path: &'a Path, content: &'a str) -> BoxFuture<'a, Result<(), EditorError>>;
 }
 
 /// Per-path locks shared by every session of the process, so two edits of one file never interleave.
@@ -89,55 +107,80 @@ pub struct Written {
 
 /// A session's file access.
 pub struct Files {
-    roots: Vec<PathBuf>,
-    client: Option<Arc<dyn ClientFs>>,
+    roots: RwLock<Roots>,
+    client: RwLock<Option<Arc<dyn ClientFs>>>,
     locks: Arc<FileLocks>,
     /// Replaced when the user trusts the project that configures them.
     formatters: Mutex<BTreeMap<String, Vec<String>>>,
+    /// The environment formatters run with.
+    environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
 }
 
-/// Lexically resolve `.` and `..`.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
+fn read_lock<T: Clone>(lock: &RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
     }
-    out
 }
 
-/// `path` with symlinks resolved as far as the file system has it (the missing tail is kept as is).
-fn resolve_existing(path: &Path) -> PathBuf {
-    let mut tail = Vec::new();
-    let mut current = path.to_path_buf();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(&current) {
-            return tail.iter().rev().fold(real, |acc: PathBuf, part: &std::ffi::OsString| acc.join(part));
-        }
-        match (current.file_name().map(|n| n.to_os_string()), current.parent()) {
-            (Some(name), Some(parent)) => {
-                tail.push(name);
-                current = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
+fn write_lock<T>(lock: &RwLock<T>, value: T) {
+    match lock.write() {
+        Ok(mut guard) => *guard = value,
+        Err(poisoned) => *poisoned.into_inner() = value,
+    }
+}
+
+/// The model-facing error for a path that is not a regular file (or cannot be inspected).
+pub fn open_error(path: &Path, error: regular::OpenError) -> ToolError {
+    match error {
+        regular::OpenError::NotRegular(kind) => ToolError::retry(format!(
+            "{} is {kind}, not a regular file. Only regular files can be read or changed.",
+            path.display()
+        )),
+        other => ToolError::execution(format!("cannot read {}: {other}", path.display())),
+    }
+}
+
+fn too_large(path: &Path) -> ToolError {
+    ToolError::retry(format!(
+        "{} is larger than {} MB, too large to read whole. Use grep to find the lines you need.",
+        path.display(),
+        MAX_TEXT_BYTES / (1024 * 1024)
+    ))
+}
+
+/// Read the regular file `path` from disk, whole or not at all. `None` when it does not exist.
+async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || regular::read(&owned, MAX_TEXT_BYTES))
+        .await
+        .map_err(|e| ToolError::execution(e.to_string()))?;
+    match read {
+        Ok(capped) if capped.complete => Ok(Some(String::from_utf8_lossy(&capped.bytes).into_owned())),
+        Ok(_) => Err(too_large(path)),
+        Err(regular::OpenError::NotFound) => Ok(None),
+        Err(e) => Err(open_error(path, e)),
     }
 }
 
 impl Files {
+    /// `roots` are absolute: the session's directory first, then the editor's additional directories.
     pub fn new(
         roots: Vec<PathBuf>,
         client: Option<Arc<dyn ClientFs>>,
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        Self { roots, client, locks, formatters: Mutex::new(formatters), ledger: Mutex::new(HashMap::new()) }
+        let environment = Arc::new(Environment::default());
+        Self {
+            roots: RwLock::new(Roots::new(&roots)),
+            client: RwLock::new(client),
+            locks,
+            formatters: Mutex::new(formatters),
+            environment,
+            ledger: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Use these formatters from the next write on.
@@ -155,6 +198,23 @@ impl Files {
         }
     }
 
+    /// Run formatters with `environment` (the session's command environment).
+    pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
+        self.environment = environment;
+        self
+    }
+
+    /// A new editor connection took the session over: its file system and its roots apply from now on.
+    pub fn rebind(&self, roots: Vec<PathBuf>, client: Option<Arc<dyn ClientFs>>) {
+        write_lock(&self.roots, Roots::new(&roots));
+        write_lock(&self.client, client);
+    }
+
+    /// The session's roots: its directory, then the additional directories.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        read_lock(&self.roots).dirs()
+    }
+
     fn ledger(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, ReadRecord>> {
         match self.ledger.lock() {
             Ok(ledger) => ledger,
@@ -162,42 +222,68 @@ impl Files {
         }
     }
 
-    fn editor_reads(&self) -> Option<&Arc<dyn ClientFs>> {
-        self.client.as_ref().filter(|c| c.can_read())
+    fn editor_reads(&self) -> Option<Arc<dyn ClientFs>> {
+        read_lock(&self.client).filter(|c| c.can_read())
     }
 
-    fn editor_writes(&self) -> Option<&Arc<dyn ClientFs>> {
-        self.client.as_ref().filter(|c| c.can_write())
+    fn editor_writes(&self) -> Option<Arc<dyn ClientFs>> {
+        read_lock(&self.client).filter(|c| c.can_write())
     }
 
-    /// Refuse paths outside the session's roots, including `..` and symlink escapes. Returns the normalised path.
+    /// Where the absolute `path` really leads (every symlink resolved, also through a missing tail) and
+    /// whether that is inside the session's roots.
+    pub fn locate(&self, path: &Path) -> Result<Located, ToolError> {
+        read_lock(&self.roots)
+            .locate(path)
+            .map_err(|e| ToolError::retry(format!("cannot resolve {}: {e}", path.display())))
+    }
+
+    /// The path a change to `path` must be made at: resolved, and inside the session's roots. Paths outside
+    /// (by `..`, an absolute path, or a symlink, dangling or not) are refused with the resolved path named.
     pub fn check_boundary(&self, path: &Path) -> Result<PathBuf, ToolError> {
-        let normal = normalize(path);
-        let real = resolve_existing(&normal);
-        let inside = self.roots.iter().any(|root| real.starts_with(resolve_existing(root)));
-        if inside {
-            return Ok(normal);
+        let located = self.locate(path)?;
+        if located.inside {
+            return Ok(located.path);
         }
-        let roots: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        let roots: Vec<String> = self.roots().iter().map(|r| r.display().to_string()).collect();
+        let via = if located.path == path {
+            String::new()
+        } else {
+            format!(" ({} leads there through a symbolic link)", path.display())
+        };
         Err(ToolError::retry(format!(
-            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directory can be changed.",
-            normal.display(),
+            "Refusing to change {}{via}: it is outside the workspace ({}). Only files inside the session's directories can be changed.",
+            located.path.display(),
             roots.join(", ")
         )))
     }
 
     /// The current text of `path`: the editor's buffer when available, else the disk. `None` when missing.
+    /// Anything but a regular file is refused without being opened.
     pub async fn read_text(&self, path: &Path) -> Result<Option<String>, ToolError> {
-        if let Some(client) = self.editor_reads()
-            && let Ok(text) = client.read(path).await
-        {
-            return Ok(Some(text));
+        let owned = path.to_path_buf();
+        let meta = tokio::task::spawn_blocking(move || regular::check(&owned))
+            .await
+            .map_err(|e| ToolError::execution(e.to_string()))?;
+        match meta {
+            Err(regular::OpenError::NotFound) => return Ok(None),
+            Err(e) => return Err(open_error(path, e)),
+            Ok(meta) if meta.len() > MAX_TEXT_BYTES => return Err(too_large(path)),
+            Ok(_) => {}
         }
-        match tokio::fs::read(path).await {
-            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(ToolError::execution(format!("cannot read {}: {e}", path.display()))),
+        if let Some(client) = self.editor_reads() {
+            match client.read(path).await {
+                Ok(text) => return Ok(Some(text)),
+                Err(EditorError::Unsupported) => {}
+                Err(EditorError::Failed(message)) => {
+                    return Err(ToolError::execution(format!(
+                        "the editor could not read {}: {message}",
+                        path.display()
+                    )));
+                }
+            }
         }
+        read_disk(path).await
     }
 
     /// Remember that the model saw `content` of `path` (`full`: all of it).
@@ -231,17 +317,32 @@ impl Files {
         self.locks.lock(path).await
     }
 
-    /// Write `content` to `path`: through the editor when it can, else atomically to disk. Then run the
-    /// formatter, and record the result as read so the model can keep editing.
+    /// Write `content` to `path` (already checked by [`Files::check_boundary`]): through the editor when it
+    /// can, else atomically to disk. Then run the formatter, and record the result as read so the model can
+    /// keep editing.
     pub async fn write(&self, path: &Path, content: &str, cwd: &Path) -> Result<Written, ToolError> {
-        let via = match self.editor_writes() {
-            Some(client) => {
-                client.write(path, content).await.map_err(|e| {
-                    ToolError::execution(format!("the editor could not write {}: {e}", path.display()))
-                })?;
-                Via::Editor
+        // The tools check before they ask; checking again here keeps any writer from reaching outside.
+        let checked = self.check_boundary(path)?;
+        if checked != path {
+            return Err(ToolError::retry(format!(
+                "{} now leads to {} through a symbolic link. Read it again and redo the change.",
+                path.display(),
+                checked.display()
+            )));
+        }
+        let editor = match self.editor_writes() {
+            Some(client) => client.write(path, content).await,
+            None => Err(EditorError::Unsupported),
+        };
+        let via = match editor {
+            Ok(()) => Via::Editor,
+            Err(EditorError::Failed(e)) => {
+                return Err(ToolError::execution(format!(
+                    "the editor could not write {}: {e}",
+                    path.display()
+                )));
             }
-            None => {
+            Err(EditorError::Unsupported) => {
                 let (target, bytes) = (path.to_path_buf(), content.as_bytes().to_vec());
                 tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
                     .await
@@ -252,7 +353,7 @@ impl Files {
         };
         let mut written = Written { via, content: content.to_string(), formatter_error: None };
         if let Some(command) = self.formatter_for(path) {
-            match format::run(&command, cwd).await {
+            match format::run(&command, cwd, &self.environment).await {
                 Err(e) => written.formatter_error = Some(e),
                 Ok(()) => self.adopt_formatted(path, &mut written).await,
             }
@@ -263,7 +364,7 @@ impl Files {
 
     /// After a formatter rewrote the file on disk, make the editor's buffer match it.
     async fn adopt_formatted(&self, path: &Path, written: &mut Written) {
-        let Ok(formatted) = tokio::fs::read_to_string(path).await else { return };
+        let Ok(Some(formatted)) = read_disk(path).await else { return };
         if formatted == written.content {
             return;
         }
@@ -271,7 +372,11 @@ impl Files {
             && let Some(client) = self.editor_writes()
             && let Err(e) = client.write(path, &formatted).await
         {
-            written.formatter_error = Some(format!("the editor did not take the formatted text: {e}"));
+            let message = match e {
+                EditorError::Unsupported => "the editor does not take writes".to_string(),
+                EditorError::Failed(message) => message,
+            };
+            written.formatter_error = Some(format!("the editor did not take the formatted text: {message}"));
             return;
         }
         written.content = formatted;
@@ -279,6 +384,7 @@ impl Files {
 
     /// Delete `path` from disk (the editor protocol has no delete).
     pub async fn delete(&self, path: &Path) -> Result<(), ToolError> {
+        self.check_boundary(path)?;
         tokio::fs::remove_file(path)
             .await
             .map_err(|e| ToolError::execution(format!("cannot delete {}: {e}", path.display())))?;
@@ -306,6 +412,103 @@ mod tests {
         assert!(f.check_boundary(&root.join("src/../../outside.txt")).is_err());
         assert!(f.check_boundary(&root.join("escape/outside.txt")).is_err());
         assert!(f.check_boundary(Path::new("/etc/passwd")).is_err());
+    }
+
+    /// An editor whose every `fs/*` request fails with `error`.
+    struct Refusing(EditorError);
+
+    impl ClientFs for Refusing {
+        fn can_read(&self) -> bool {
+            true
+        }
+        fn can_write(&self) -> bool {
+            true
+        }
+        fn read(&self, _: &Path) -> BoxFuture<'_, Result<String, EditorError>> {
+            Box::pin(async move { Err(self.0.clone()) })
+        }
+        fn write<'a>(&'a self, _: &'a Path, _: &'a str) -> BoxFuture<'a, Result<(), EditorError>> {
+            Box::pin(async move { Err(self.0.clone()) })
+        }
+    }
+
+    fn with_editor(root: &Path, error: EditorError) -> Files {
+        let client: Arc<dyn ClientFs> = Arc::new(Refusing(error));
+        Files::new(vec![root.to_path_buf()], Some(client), Arc::new(FileLocks::default()), BTreeMap::new())
+    }
+
+    #[tokio::test]
+    async fn an_editor_error_is_reported_and_only_method_not_found_falls_back_to_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "disk").unwrap();
+        let refused = with_editor(dir.path(), EditorError::Failed("denied".into()));
+        assert_eq!(
+            refused.read_text(&path).await.unwrap_err(),
+            ToolError::execution(format!("the editor could not read {}: denied", path.display()))
+        );
+        assert_eq!(
+            refused.write(&path, "new", dir.path()).await.unwrap_err(),
+            ToolError::execution(format!("the editor could not write {}: denied", path.display()))
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "disk",
+            "a refused write is not done behind its back"
+        );
+        let unsupported = with_editor(dir.path(), EditorError::Unsupported);
+        assert_eq!(unsupported.read_text(&path).await.unwrap(), Some("disk".to_string()));
+        assert_eq!(unsupported.write(&path, "new", dir.path()).await.unwrap().via, Via::Disk);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(
+            refused.read_text(&dir.path().join("missing")).await.unwrap(),
+            None,
+            "a missing file asks nobody"
+        );
+    }
+
+    #[tokio::test]
+    async fn special_and_oversized_files_are_refused_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join("pipe");
+        let name = std::ffi::CString::new(pipe.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let f = files(dir.path());
+        assert_eq!(
+            f.read_text(&pipe).await.unwrap_err(),
+            ToolError::retry(format!(
+                "{} is a FIFO (named pipe), not a regular file. Only regular files can be read or changed.",
+                pipe.display()
+            ))
+        );
+        let big = dir.path().join("big.log");
+        std::fs::File::create(&big).unwrap().set_len(MAX_TEXT_BYTES + 1).unwrap();
+        assert_eq!(
+            f.read_text(&big).await.unwrap_err(),
+            ToolError::retry(format!(
+                "{} is larger than 16 MB, too large to read whole. Use grep to find the lines you need.",
+                big.display()
+            ))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_write_to_a_path_that_is_not_resolved_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        std::os::unix::fs::symlink("real.txt", root.join("link.txt")).unwrap();
+        let f = files(&root);
+        let err = f.write(&root.join("link.txt"), "x", &root).await.unwrap_err();
+        assert_eq!(
+            err,
+            ToolError::retry(format!(
+                "{} now leads to {} through a symbolic link. Read it again and redo the change.",
+                root.join("link.txt").display(),
+                root.join("real.txt").display()
+            ))
+        );
+        assert!(!root.join("real.txt").exists());
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! Formatters from config (`[formatters]`, file extension → command), run after a write. A formatter failure is
 //! reported to the model and never undoes the write.
 //!
-//! Owns running the formatter process. Must not write files itself.
+//! Owns running the formatter process. Must not write files itself. Formatters get the same environment as every
+//! other command (`shell::environment`): no provider keys, no secrets.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
+
+use crate::shell::environment::Environment;
 
 /// How long a formatter may run.
 const FORMAT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -22,10 +25,12 @@ pub fn command_for(formatters: &BTreeMap<String, Vec<String>>, path: &Path) -> O
     Some(command)
 }
 
-/// Run `command` in `cwd`. `Err` carries a message for the model.
-pub async fn run(command: &[String], cwd: &Path) -> Result<(), String> {
+/// Run `command` in `cwd` with `env`. `Err` carries a message for the model.
+pub async fn run(command: &[String], cwd: &Path, env: &Environment) -> Result<(), String> {
     let Some((program, args)) = command.split_first() else { return Ok(()) };
-    let child = tokio::process::Command::new(program)
+    let mut builder = tokio::process::Command::new(program);
+    env.apply(&mut builder);
+    let child = builder
         .args(args)
         .current_dir(cwd)
         .stdin(std::process::Stdio::null())
@@ -73,13 +78,26 @@ mod tests {
     #[tokio::test]
     async fn a_failing_formatter_reports_its_output() {
         let dir = tempfile::tempdir().unwrap();
-        let err = run(&["sh".into(), "-c".into(), "echo bad syntax >&2; exit 3".into()], dir.path())
+        let env = Environment::default();
+        let err = run(&["sh".into(), "-c".into(), "echo bad syntax >&2; exit 3".into()], dir.path(), &env)
             .await
             .unwrap_err();
         assert_eq!(err, "`sh -c echo bad syntax >&2; exit 3` exited with exit status: 3: bad syntax");
-        assert!(run(&["true".into()], dir.path()).await.is_ok());
+        assert!(run(&["true".into()], dir.path(), &env).await.is_ok());
         assert!(
-            run(&["/nonexistent/fmt".into()], dir.path()).await.unwrap_err().starts_with("could not start")
+            run(&["/nonexistent/fmt".into()], dir.path(), &env)
+                .await
+                .unwrap_err()
+                .starts_with("could not start")
         );
+    }
+
+    #[tokio::test]
+    async fn a_formatter_sees_the_filtered_environment_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let vars = [("DEPLOY_TOKEN".into(), "t".into()), ("EDITOR".into(), "vi".into())];
+        let env = Environment::from_vars(&crate::config::EnvPolicy::default(), vars);
+        let script = "test -z \"$DEPLOY_TOKEN\" && test \"$EDITOR\" = vi && test \"$PAGER\" = cat || { env >&2; exit 1; }";
+        assert_eq!(run(&["/bin/sh".into(), "-c".into(), script.into()], dir.path(), &env).await, Ok(()));
     }
 }

@@ -1,8 +1,8 @@
 //! The real `tinycode` binary over stdio: a whole session through the SDK client, raw JSON-RPC robustness,
 //! stdout hygiene, exit on stdin EOF, and the headless `tinycode run`.
 
-use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
@@ -14,6 +14,11 @@ use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, answer, calls, status};
+use crate::support::schema::{From, Tap, tap};
+use crate::support::trees;
+
+/// How long killed processes get to disappear from the process table.
+const DEATH: Duration = Duration::from_secs(3);
 
 pub struct Env {
     pub dir: tempfile::TempDir,
@@ -37,7 +42,10 @@ impl Env {
     }
 
     pub fn command(&self, model: &FakeModel, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
+        // CI points `TINYCODE_BIN` at the release build to run these against what users get.
+        let binary =
+            std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
+        let mut command = Command::new(binary);
         command
             .args(args)
             .env_clear()
@@ -65,8 +73,8 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
     let env = Env::new();
     let model = FakeModel::start(vec![answer(&["Hi from ", "the binary"])]).await;
     let mut child = env.command(&model, &["acp"]).spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let frames = std::sync::Arc::new(Tap::default());
+    let (stdin, stdout) = tap(child.stdin.take().unwrap(), child.stdout.take().unwrap(), frames.clone());
     let updates = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
     let seen = updates.clone();
     let cwd = env.cwd();
@@ -105,6 +113,7 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
     tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();
     assert!(status.success(), "{status:?}; stderr:\n{logs}");
     model.assert_done();
+    frames.assert_valid();
 }
 
 thread_local! {
@@ -112,11 +121,12 @@ thread_local! {
     static LOGS: std::cell::RefCell<Option<std::sync::Arc<std::sync::Mutex<Vec<u8>>>>> = const { std::cell::RefCell::new(None) };
 }
 
-/// Raw JSON-RPC lines to and from the binary.
+/// Raw JSON-RPC lines to and from the binary, each checked against the ACP schema as it passes.
 struct Raw {
     child: Child,
     stdin: tokio::process::ChildStdin,
     stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    frames: Tap,
 }
 
 impl Raw {
@@ -139,7 +149,7 @@ impl Raw {
         }
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        Raw { child, stdin, stdout }
+        Raw { child, stdin, stdout, frames: Tap::default() }
     }
 
     /// What the last binary spawned on this thread wrote to stderr so far.
@@ -149,12 +159,21 @@ impl Raw {
     }
 
     async fn send(&mut self, line: &str) {
+        self.frames.line(From::Client, line);
+        self.frames.assert_valid();
+        self.send_unchecked(line).await;
+    }
+
+    /// Send a line that breaks the protocol on purpose.
+    async fn send_unchecked(&mut self, line: &str) {
         self.stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
         self.stdin.flush().await.unwrap();
     }
 
     async fn recv(&mut self) -> Value {
         let line = tokio::time::timeout(PATIENCE, self.stdout.next_line()).await.unwrap().unwrap().unwrap();
+        self.frames.line(From::Agent, &line);
+        self.frames.assert_valid();
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
     }
 }
@@ -164,10 +183,10 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;
     let mut raw = Raw::spawn(env.command(&model, &["acp"]));
-    raw.send("this is not json").await;
+    raw.send_unchecked("this is not json").await;
     assert_eq!(
         raw.recv().await,
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"line": "this is not json"}}})
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error", "data": {"reason": "expected ident at line 1 column 2", "line": "this is not json"}}})
     );
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     let init = raw.recv().await;
@@ -178,12 +197,12 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
         json!({"image": true, "audio": false, "embeddedContext": true})
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
-    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
+    raw.send_unchecked(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
     assert_eq!(
         raw.recv().await,
         json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "Method not found", "data": "no/such_method"}})
     );
-    raw.send(r#"{"jsonrpc":"2.0","method":"_unknown/notification","params":{}}"#).await;
+    raw.send_unchecked(r#"{"jsonrpc":"2.0","method":"_unknown/notification","params":{}}"#).await;
     raw.send(
         r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"sess_x","prompt":[]}}"#,
     )
@@ -202,13 +221,37 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
 }
 
 #[tokio::test]
+async fn invalid_utf8_and_a_ten_megabyte_garbage_line_get_small_errors_and_the_binary_keeps_serving() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    let mut frame = br#"{"jsonrpc":"2.0","id":1,"method":"x"#.to_vec();
+    frame.extend_from_slice(b"\xff\"}\n");
+    raw.stdin.write_all(&frame).await.unwrap();
+    let answer = raw.recv().await;
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&json!(1), &json!(-32700)));
+    let garbage = "garbage ".repeat(10 * 1024 * 1024 / 8);
+    raw.stdin.write_all(format!("{garbage}\n").as_bytes()).await.unwrap();
+    let line = tokio::time::timeout(PATIENCE, raw.stdout.next_line()).await.unwrap().unwrap().unwrap();
+    assert!(line.len() < 1500, "the error frame is {} bytes", line.len());
+    let answer: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((&answer["id"], &answer["error"]["code"]), (&Value::Null, &json!(-32700)));
+    assert_eq!(answer["error"]["data"]["truncated"], true);
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["result"]["agentInfo"]["name"], "tinycode");
+    drop(raw.stdin);
+    let status = wait_exit(&mut raw.child).await;
+    assert!(status.success(), "{status:?}; stderr:\n{}", Raw::logs());
+}
+
+#[tokio::test]
 async fn the_agent_exits_cleanly_when_the_editor_closes_stdout_before_stdin() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;
     let mut raw = Raw::spawn(env.command(&model, &["acp"]));
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     assert_eq!(raw.recv().await["id"], 1);
-    let Raw { mut child, mut stdin, stdout } = raw;
+    let Raw { mut child, mut stdin, stdout, .. } = raw;
     drop(stdout);
     let cwd = env.cwd();
     for id in 2..5 {
@@ -302,33 +345,17 @@ async fn tinycode_run_exits_non_zero_with_the_cause_when_the_provider_fails() {
     );
 }
 
-#[tokio::test]
-async fn the_command_line_explains_itself_and_rejects_unknown_usage() {
-    let env = Env::new();
-    let model = FakeModel::start(vec![]).await;
-    let (status, _, stderr) = run_headless(&env, &model, &["frobnicate"]).await;
-    assert_eq!(status.code(), Some(2));
-    assert!(stderr.starts_with("tinycode: a coding agent"), "{stderr}");
-    let (status, _, stderr) = run_headless(&env, &model, &["run"]).await;
-    assert_eq!(status.code(), Some(2));
-    assert!(stderr.starts_with("error: run needs a prompt"), "{stderr}");
-    let (status, _, stderr) = run_headless(&env, &model, &["--version"]).await;
-    assert!(status.success());
-    assert_eq!(stderr, format!("tinycode {}\n", env!("CARGO_PKG_VERSION")));
-    let _ = Path::new("");
-}
-
-/// Start the binary, have the model start a background command that records its pid, and return both.
-async fn binary_with_background_task(
-    env: &Env,
-    model: &FakeModel,
-) -> (Child, i32, tokio::task::JoinHandle<()>) {
-    let mut child = env.command(model, &["acp"]).spawn().unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let cwd = env.cwd();
+/// Start the binary with `command` and run one prompt whose tool calls are all allowed; returns once the prompt
+/// has answered. The connection stays open until the returned sender is dropped.
+async fn drive_binary(
+    mut command: Command,
+) -> (Child, tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>) {
+    let mut child = command.spawn().unwrap();
+    let frames = std::sync::Arc::new(Tap::default());
+    let (stdin, stdout) = tap(child.stdin.take().unwrap(), child.stdout.take().unwrap(), frames.clone());
+    let cwd = command.as_std().get_current_dir().unwrap().to_path_buf();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let (answered_tx, answered_rx) = tokio::sync::oneshot::channel::<()>();
     let driver = tokio::spawn(async move {
         let _ = Client
             .v1()
@@ -352,88 +379,161 @@ async fn binary_with_background_task(
                 let session = cx.send_request(acp::NewSessionRequest::new(cwd)).block_task().await?;
                 let prompt = acp::PromptRequest::new(
                     session.session_id,
-                    vec![acp::ContentBlock::Text(acp::TextContent::new("serve"))],
+                    vec![acp::ContentBlock::Text(acp::TextContent::new("go"))],
                 );
                 cx.send_request(prompt).block_task().await?;
-                let _ = started_tx.send(());
+                let _ = answered_tx.send(());
                 let _ = done_rx.await;
                 Ok(())
             })
             .await;
+        frames.assert_valid();
     });
-    started_rx.await.unwrap();
-    let pidfile = env.cwd().join("server.pid");
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    drop(done_tx);
-    (child, pid, driver)
+    tokio::time::timeout(PATIENCE, answered_rx).await.expect("the prompt was answered").unwrap();
+    (child, done_tx, driver)
 }
 
-fn background_script(env: &Env) -> Vec<crate::support::fake_model::Reply> {
-    let pidfile = env.cwd().join("server.pid");
-    let command = format!("sleep 60 & echo $! > {}; wait", pidfile.display());
-    vec![
-        calls(&[("bg", "bash", &json!({"command": command, "background": true}).to_string())]),
+/// Start the binary and have the model start every kind of escaping process tree as a background task; returns
+/// the binary, the members' pids and the client (which closes stdin when it ends).
+async fn binary_with_background_trees(
+    env: &Env,
+    model: &FakeModel,
+) -> (Child, Vec<i32>, tokio::task::JoinHandle<()>) {
+    let pidfile = env.cwd().join("tree.pids");
+    model.script(vec![
         calls(&[(
-            "w",
-            "shell_output",
-            &json!({"task_id": "task_1", "wait": "pattern", "pattern": "never", "timeout": 300}).to_string(),
+            "bg",
+            "bash",
+            &json!({"command": trees::script(&pidfile), "background": true}).to_string(),
         )]),
         answer(&["started"]),
-    ]
-}
-
-async fn assert_gone(pid: i32) {
-    let gone = async {
-        while tinycode::shell::process::running(pid) {
-            tokio::task::yield_now().await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(3), gone)
-        .await
-        .unwrap_or_else(|_| panic!("process {pid} outlived the agent"));
+    ]);
+    let (child, done, driver) = drive_binary(env.command(model, &["acp"])).await;
+    let pids = trees::pids(&pidfile).await;
+    assert_eq!(trees::survivors(&pids, Duration::ZERO).await, pids, "the whole tree runs");
+    drop(done);
+    (child, pids, driver)
 }
 
 #[tokio::test]
 async fn no_process_outlives_the_binary_after_stdin_eof() {
     let env = Env::new();
-    let model = FakeModel::start(background_script(&env)).await;
-    let (mut child, pid, driver) = binary_with_background_task(&env, &model).await;
-    assert!(tinycode::shell::process::running(pid));
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, driver) = binary_with_background_trees(&env, &model).await;
     driver.await.unwrap();
     assert!(wait_exit(&mut child).await.success());
-    assert_gone(pid).await;
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }
 
 #[tokio::test]
 async fn no_process_outlives_the_binary_after_sigterm() {
     let env = Env::new();
-    let model = FakeModel::start(background_script(&env)).await;
-    let (mut child, pid, _driver) = binary_with_background_task(&env, &model).await;
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, _driver) = binary_with_background_trees(&env, &model).await;
     unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGTERM) };
     assert!(wait_exit(&mut child).await.success());
-    assert_gone(pid).await;
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }
 
 #[tokio::test]
-async fn the_binary_runs_the_editors_mcp_server_and_leaves_nothing_behind_on_exit() {
+async fn no_process_outlives_the_binary_after_kill_9() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let (mut child, pids, _driver) = binary_with_background_trees(&env, &model).await;
+    child.start_kill().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&wait_exit(&mut child).await),
+        Some(libc::SIGKILL)
+    );
+    // Nothing of the agent ran after SIGKILL: the supervisors saw their parent die and cleared their trees.
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+}
+
+#[tokio::test]
+async fn commands_never_see_provider_keys_or_secret_looking_variables() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![
+        calls(&[(
+            "e",
+            "bash",
+            &json!({"command": "cat /proc/self/environ | tr '\\0' '\\n' | sort"}).to_string(),
+        )]),
+        answer(&["seen"]),
+    ])
+    .await;
+    let mut command = env.command(&model, &["acp"]);
+    command
+        .env("OPENAI_API_KEY", "sk-openai")
+        .env("GITHUB_TOKEN", "ghp-token")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-secret")
+        .env("PGPASSWORD", "pg-password")
+        .env("KEYBOARD_LAYOUT", "us")
+        .env("TOKENIZERS_PARALLELISM", "false")
+        .env("PATH", std::env::var("PATH").unwrap());
+    let (mut child, done, driver) = drive_binary(command).await;
+    drop(done);
+    driver.await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    let seen = crate::suite::turn::tool_result(&model.messages(1), "e");
+    let names: Vec<&str> = seen.lines().filter_map(|l| l.split_once('=').map(|(n, _)| n)).collect();
+    assert_eq!(
+        names,
+        vec![
+            "GIT_PAGER",
+            "GIT_TERMINAL_PROMPT",
+            "HOME",
+            "KEYBOARD_LAYOUT",
+            "NO_COLOR",
+            "PAGER",
+            "PATH",
+            "PWD",
+            "TERM",
+            "TINYCODE_BASE_URL",
+            "TINYCODE_DATA_DIR",
+            "TINYCODE_MODEL",
+            "TOKENIZERS_PARALLELISM",
+            "XDG_CONFIG_HOME",
+        ],
+        "{seen}"
+    );
+    for secret in ["test-key", "sk-openai", "ghp-token", "aws-secret", "pg-password"] {
+        assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+    }
+}
+
+#[tokio::test]
+async fn the_binary_runs_the_editors_mcp_server_without_provider_keys_and_leaves_nothing_behind_on_exit() {
     use crate::support::client::{Answer, TestClient};
     let env = Env::new();
-    let model = FakeModel::start(vec![calls(&[("p", "mcp__fx__pid", "{}")]), answer(&["ok"])]).await;
+    let model = FakeModel::start(vec![
+        calls(&[("p", "mcp__fx__pid", "{}")]),
+        calls(&[("k", "mcp__fx__env", r#"{"name": "TINYCODE_API_KEY"}"#)]),
+        calls(&[("g", "mcp__fx__env", r#"{"name": "FX_TOKEN"}"#)]),
+        answer(&["ok"]),
+    ])
+    .await;
     let mut child = env.command(&model, &["acp"]).spawn().unwrap();
     let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
     let client = TestClient::over(stdin, stdout, None).await;
     client.initialize(acp::ClientCapabilities::new()).await;
-    client.answer_permissions(&[Answer::Pick(acp::PermissionOptionKind::AllowOnce)]);
-    let server = crate::support::mcp::stdio("fx", &["--ignore-eof"], &[]);
+    client.answer_permissions(&[
+        Answer::Pick(acp::PermissionOptionKind::AllowOnce),
+        Answer::Pick(acp::PermissionOptionKind::AllowAlways),
+    ]);
+    let server = crate::support::mcp::stdio("fx", &["--ignore-eof"], &[("FX_TOKEN", "given")]);
     let session = client.new_session_with(&env.cwd(), vec![server]).await;
     client.prompt(&session, "which pid?").await.unwrap();
     let result = super::turn::tool_result(&model.messages(1), "p");
     let pids: Vec<i32> = result.split_whitespace().filter_map(|w| w.parse().ok()).collect();
     assert_eq!(pids.len(), 2, "{result}");
     assert!(pids.iter().all(|pid| tinycode::shell::process::running(*pid)));
+    assert_eq!(
+        super::turn::tool_result(&model.messages(2), "k"),
+        "(unset)",
+        "the provider key stays with tinycode"
+    );
+    assert_eq!(super::turn::tool_result(&model.messages(3), "g"), "given", "the server's own env is passed");
     client.close().await.unwrap();
     assert!(wait_exit(&mut child).await.success());
-    for pid in pids {
-        assert_gone(pid).await;
-    }
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }

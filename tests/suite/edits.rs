@@ -289,7 +289,7 @@ async fn paths_outside_the_workspace_and_new_secrets_are_refused_before_any_ask(
     assert_eq!(
         tool_result(&messages, "o"),
         format!(
-            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directory can be changed.",
+            "Refusing to change {}: it is outside the workspace ({}). Only files inside the session's directories can be changed.",
             h.cwd.parent().unwrap().join("outside.txt").display(),
             h.cwd.display()
         )
@@ -388,17 +388,17 @@ async fn a_patch_with_one_bad_hunk_changes_nothing_and_says_where() {
     assert_eq!(
         tool_result(&messages, "p"),
         format!(
-            "apply_patch verification failed: Failed to find expected lines in {}:\nmissing line\nNo files were changed.",
+            "<repair_note>renamed patchText→patch</repair_note>\napply_patch verification failed: Failed to find expected lines in {}:\nmissing line\nNo files were changed.",
             a.display()
         )
     );
     assert_eq!(
         tool_result(&messages, "q"),
-        "apply_patch verification failed: Invalid patch hunk on line 6: Expected update hunk to start with a @@ context marker, got: 'not a diff line'\nNo files were changed."
+        "<repair_note>renamed input→patch</repair_note>\napply_patch verification failed: Invalid patch hunk on line 6: Expected update hunk to start with a @@ context marker, got: 'not a diff line'\nNo files were changed."
     );
     assert_eq!(
         tool_result(&messages, "z"),
-        "patch is required: pass the whole patch text, from '*** Begin Patch' to '*** End Patch', in `patch`."
+        "Tool apply_patch needs patch: string (The whole patch, from '*** Begin Patch' to '*** End Patch'); you sent keys []. Resend the call with every required argument."
     );
     assert!(!h.cwd.join("created.txt").exists());
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "alpha\n");

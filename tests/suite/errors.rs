@@ -214,7 +214,7 @@ async fn bad_tool_arguments_missing_files_and_binary_files_are_errors_the_model_
             ("b", "read", &json!({"file_path": binary}).to_string()),
             ("c", "read", r#"{"offset": 3}"#),
             ("d", "grep", r#"{"pattern": "(unclosed"}"#),
-            ("e", "glob", r#"{"pattern": "*", "path": "/nonexistent/x"}"#),
+            ("e", "glob", &json!({"pattern": "*", "path": h.cwd.join("nonexistent/x")}).to_string()),
         ]),
         answer(&["ok"]),
     ]);
@@ -234,7 +234,13 @@ async fn bad_tool_arguments_missing_files_and_binary_files_are_errors_the_model_
         tool_result(&messages, "b"),
         format!("Cannot read binary file: {} (8 bytes)", binary.display())
     );
-    assert_eq!(tool_result(&messages, "c"), "missing required argument `file_path`");
+    assert_eq!(
+        tool_result(&messages, "c"),
+        "Tool read needs file_path: string (Absolute path of the file to read); you sent keys [offset]. Resend the call with every required argument."
+    );
     assert!(tool_result(&messages, "d").starts_with("invalid regex `(unclosed`: regex parse error"));
-    assert_eq!(tool_result(&messages, "e"), "Search path not found: /nonexistent/x");
+    assert_eq!(
+        tool_result(&messages, "e"),
+        format!("Search path not found: {}", h.cwd.join("nonexistent/x").display())
+    );
 }

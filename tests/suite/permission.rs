@@ -103,23 +103,29 @@ async fn always_answers_cover_the_project_for_edits_and_the_exact_path_outside_i
 }
 
 #[tokio::test]
-async fn a_cancelled_or_failed_ask_ends_the_turn_as_cancelled_without_running_the_tool() {
-    for answer_kind in [Answer::Cancelled, Answer::Fail] {
-        let h = harness(vec![calls(&[("m1", "mark", r#"{"path": "a.rs"}"#)]), answer(&["next"])]).await;
-        h.client.answer_permissions(&[answer_kind]);
-        let session = h.session().await;
-        assert_eq!(
-            stop(&h.client.prompt(&session, "mark").await.unwrap()),
-            json!("cancelled"),
-            "{answer_kind:?}"
-        );
-        assert_eq!(finished(&h.transcript(&session), "m1")["status"], "failed");
-        h.client.prompt(&session, "again").await.unwrap();
-        assert_eq!(
-            tool_result(&h.model.messages(1), "m1"),
-            "Cancelled by the user before the tool finished."
-        );
-    }
+async fn a_cancelled_ask_ends_the_turn_as_cancelled_without_running_the_tool() {
+    let h = harness(vec![calls(&[("m1", "mark", r#"{"path": "a.rs"}"#)]), answer(&["next"])]).await;
+    h.client.answer_permissions(&[Answer::Cancelled]);
+    let session = h.session().await;
+    assert_eq!(stop(&h.client.prompt(&session, "mark").await.unwrap()), json!("cancelled"));
+    assert_eq!(finished(&h.transcript(&session), "m1")["status"], "failed");
+    h.client.prompt(&session, "again").await.unwrap();
+    assert_eq!(tool_result(&h.model.messages(1), "m1"), "Cancelled by the user before the tool finished.");
+}
+
+#[tokio::test]
+async fn a_failed_ask_rejects_that_call_and_the_turn_goes_on() {
+    let h = harness(vec![calls(&[("m1", "mark", r#"{"path": "a.rs"}"#)]), answer(&["understood"])]).await;
+    h.client.answer_permissions(&[Answer::Fail]);
+    let session = h.session().await;
+    assert_eq!(stop(&h.client.prompt(&session, "mark").await.unwrap()), json!("end_turn"));
+    assert_eq!(finished(&h.transcript(&session), "m1")["status"], "failed");
+    assert_eq!(
+        tool_result(&h.model.messages(1), "m1"),
+        "The user declined this tool call. Do not retry it; ask the user how to proceed if needed."
+    );
+    assert_eq!(h.said(&session), vec!["understood"]);
+    h.model.assert_done();
 }
 
 #[tokio::test]

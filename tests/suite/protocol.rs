@@ -10,6 +10,7 @@ use tokio::process::Command;
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, Reply};
+use crate::support::schema::{From, Tap};
 
 fn substitute(text: &str, vars: &BTreeMap<String, String>) -> String {
     vars.iter().fold(text.to_string(), |text, (name, value)| text.replace(&format!("{{{name}}}"), value))
@@ -97,10 +98,13 @@ async fn play(scenario: &Path) {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    // Every frame is checked against the ACP schema, except `send_raw` lines (broken on purpose).
+    let tap = Tap::default();
     for (n, line) in lines.iter().enumerate() {
         let value: Value = serde_json::from_str(&substitute(line, &vars)).unwrap();
         let at = format!("{name}:{}", n + 1);
         if let Some(frame) = value.get("send") {
+            tap.line(From::Client, &frame.to_string());
             stdin.write_all(format!("{frame}\n").as_bytes()).await.unwrap();
         } else if let Some(raw) = value.get("send_raw").and_then(Value::as_str) {
             stdin.write_all(format!("{raw}\n").as_bytes()).await.unwrap();
@@ -108,7 +112,9 @@ async fn play(scenario: &Path) {
             let got = tokio::time::timeout(PATIENCE, stdout.next_line())
                 .await
                 .unwrap_or_else(|_| panic!("{at}: no frame"));
-            let got: Value = serde_json::from_str(&got.unwrap().unwrap()).unwrap();
+            let got = got.unwrap().unwrap();
+            tap.line(From::Agent, &got);
+            let got: Value = serde_json::from_str(&got).unwrap();
             if let Err(e) = matches(expected, &got, &mut vars, &at) {
                 panic!("{e}\nframe: {got}");
             }
@@ -118,6 +124,7 @@ async fn play(scenario: &Path) {
     drop(stdin);
     let status = tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap();
     assert!(status.success(), "{name}: agent exited with {status:?}");
+    tap.assert_valid();
     model.assert_done();
 }
 

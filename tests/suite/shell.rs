@@ -410,3 +410,29 @@ async fn editor_terminals_run_the_command_and_are_always_released() {
     assert_eq!(embedded["content"], json!([{"type": "terminal", "terminalId": "term_1"}]));
     assert_eq!(finished(&updates, "t")["content"], json!([{"type": "terminal", "terminalId": "term_1"}]));
 }
+
+#[tokio::test]
+async fn a_cancel_kills_and_then_releases_the_editor_terminal_even_though_the_call_is_dropped() {
+    let h =
+        Setup::new(vec![]).capabilities(terminals()).config("[shell]\nclient_terminals = true").start().await;
+    h.model.script(steps(vec![vec![bash("t", "sleep 30")]]));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    let turn = h.client.prompt_later(&session, "run");
+    h.client
+        .wait_log("the terminal wait", |log| {
+            log.terminal_calls.lock().unwrap().iter().any(|c| c == "wait term_1")
+        })
+        .await;
+    h.client.cancel(&session);
+    assert_eq!(stop(&turn.await.unwrap().unwrap()), json!("cancelled"));
+    h.client
+        .wait_log("the release", |log| {
+            log.terminal_calls.lock().unwrap().iter().any(|c| c.starts_with("release"))
+        })
+        .await;
+    assert_eq!(
+        h.client.log.terminal_calls.lock().unwrap().clone(),
+        vec!["create sh -c sleep 30 limit=Some(65536)", "wait term_1", "kill term_1", "release term_1"]
+    );
+}

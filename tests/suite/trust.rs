@@ -345,10 +345,10 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
     let record = env.dir.path().join("config/tinycode/trusted.toml");
     assert!(!record.exists(), "a headless run trusted the project");
 
-    let (status, _, stderr) = run_headless(&env, &model, &["trust"]).await;
+    let (status, stdout, stderr) = run_headless(&env, &model, &["trust"]).await;
     assert!(status.success(), "{stderr}");
     assert_eq!(
-        stderr,
+        stdout,
         format!(
             "Trusted {}. These settings of {}/.tinycode/config.toml now apply:\n  permission = \
              {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they change, \
@@ -357,8 +357,8 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
             project.display()
         )
     );
-    let (_, _, stderr) = run_headless(&env, &model, &["trust", "."]).await;
-    assert_eq!(stderr, format!("{} is already trusted with its current settings.\n", project.display()));
+    let (_, stdout, _) = run_headless(&env, &model, &["trust", "."]).await;
+    assert_eq!(stdout, format!("{} is already trusted with its current settings.\n", project.display()));
 
     model.script(vec![bash("t2", "touch two"), answer(&["done"])]);
     let (status, stdout, stderr) = run_headless(&env, &model, &["run", "touch", "two"]).await;
@@ -366,10 +366,10 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
     assert_eq!((stdout.as_str(), stderr.as_str()), ("done\n", "• touch two\n✓ touch two\n"));
     assert!(env.cwd().join("two").exists());
 
-    let (status, _, stderr) = run_headless(&env, &model, &["trust", "--revoke"]).await;
+    let (status, stdout, _) = run_headless(&env, &model, &["trust", "--revoke"]).await;
     assert!(status.success());
     assert_eq!(
-        stderr,
+        stdout,
         format!(
             "No longer trusting {}: its settings that need trust are ignored again.\n",
             project.display()

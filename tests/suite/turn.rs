@@ -171,6 +171,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
             ("m3", "read", "{not json"),
             ("m4", "Read", &json!({"file_path": file}).to_string()),
             ("m5", "fly", "{}"),
+            ("m6", "read", "[1, 2"),
         ]),
         answer(&["done"]),
     ]);
@@ -183,13 +184,21 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m2"),
-        "<repair_note>removed trailing commas</repair_note>\n1\tx\n\n(End of file: 1 lines)"
+        "<repair_note>repaired invalid JSON syntax</repair_note>\n1\tx\n\n(End of file: 1 lines)"
     );
+    // The JSON-repair crate reads `{not json` as the key `not json`; the required-field check then answers.
     assert_eq!(
         tool_result(&messages, "m3"),
-        "The arguments provided to the tool `read` are invalid: invalid JSON: key must be a string at line 1 column 2\nPlease resend the call with a single valid JSON object as its arguments."
+        "<repair_note>repaired invalid JSON syntax</repair_note>\nTool read needs file_path: string (Absolute path of the file to read); you sent keys [not json]. Resend the call with every required argument."
     );
-    assert_eq!(tool_result(&messages, "m4"), "1\tx\n\n(End of file: 1 lines)");
+    assert_eq!(
+        tool_result(&messages, "m6"),
+        "The arguments provided to the tool `read` are invalid: invalid JSON: EOF while parsing a list at line 1 column 5\nPlease resend the call with a single valid JSON object as its arguments."
+    );
+    assert_eq!(
+        tool_result(&messages, "m4"),
+        "<repair_note>called tool read (sent as Read)</repair_note>\n1\tx\n\n(End of file: 1 lines)"
+    );
     assert_eq!(
         tool_result(&messages, "m5"),
         "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
@@ -198,6 +207,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     assert_eq!(finished(&updates, "m3")["status"], "failed");
     assert_eq!(finished(&updates, "m1")["status"], "completed");
     assert_eq!(finished(&updates, "m5")["status"], "failed");
+    assert_eq!(finished(&updates, "m6")["status"], "failed");
     let invalid_call =
         updates.iter().find(|u| u["sessionUpdate"] == "tool_call" && u["toolCallId"] == "m3").unwrap();
     assert_eq!(invalid_call["title"], "Invalid call to `read`");

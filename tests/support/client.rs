@@ -64,6 +64,8 @@ pub struct Log {
     pub buffers: Mutex<std::collections::BTreeMap<PathBuf, String>>,
     /// Every `fs/read_text_file` path and `fs/write_text_file` (path, content), in order.
     pub fs_reads: Mutex<Vec<PathBuf>>,
+    /// When set, every `fs/read_text_file` is answered with this error (an editor refusing the read).
+    pub fs_read_error: Mutex<Option<Error>>,
     pub fs_writes: Mutex<Vec<(PathBuf, String)>>,
     /// `terminal/*` calls in order, as `method id-or-command`.
     pub terminal_calls: Mutex<Vec<String>>,
@@ -132,6 +134,8 @@ pub struct TestClient {
     pub log: Arc<Log>,
     changed: watch::Receiver<u64>,
     stop: Option<oneshot::Sender<()>>,
+    /// Every frame in both directions, checked against the ACP schema.
+    pub frames: Arc<super::schema::Tap>,
     /// The in-process agent's serve loop (`None` when the agent is a child process).
     agent: Option<tokio::task::JoinHandle<Result<(), Error>>>,
 }
@@ -147,7 +151,7 @@ impl TestClient {
         let (agent_read, agent_write) = tokio::io::split(agent_io);
         let (client_read, client_write) = tokio::io::split(client_io);
         let agent = tokio::spawn(tinycode::acp::serve_with(
-            ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
+            tinycode::acp::stdio::Transport::new(agent_write.compat_write(), agent_read.compat()),
             manager,
         ));
         Self::over(client_write, client_read, Some(agent)).await
@@ -163,6 +167,8 @@ impl TestClient {
         W: tokio::io::AsyncWrite + Send + Unpin + 'static,
         R: tokio::io::AsyncRead + Send + Unpin + 'static,
     {
+        let frames = Arc::new(super::schema::Tap::default());
+        let (client_write, client_read) = super::schema::tap(client_write, client_read, frames.clone());
         let log = Arc::new(Log::default());
         let (changed_tx, changed) = watch::channel(0u64);
         let changed_tx = Arc::new(changed_tx);
@@ -172,6 +178,8 @@ impl TestClient {
         let (log5, log6, log7, log8, log9) =
             (log.clone(), log.clone(), log.clone(), log.clone(), log.clone());
         let (tx1, tx2, tx3) = (changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
+        let (tx5, tx7, tx8, tx9) =
+            (changed_tx.clone(), changed_tx.clone(), changed_tx.clone(), changed_tx.clone());
         let log10 = log.clone();
         tokio::spawn(async move {
             let result = Client
@@ -228,6 +236,10 @@ impl TestClient {
                 .on_receive_request(
                     async move |request: acp::ReadTextFileRequest, responder, _cx| {
                         log3.fs_reads.lock().unwrap().push(request.path.clone());
+                        let refusal = log3.fs_read_error.lock().unwrap().clone();
+                        if let Some(error) = refusal {
+                            return responder.respond_with_error(error);
+                        }
                         let buffer = log3.buffers.lock().unwrap().get(&request.path).cloned();
                         match buffer.map(Ok).unwrap_or_else(|| std::fs::read_to_string(&request.path)) {
                             Ok(content) => responder.respond(acp::ReadTextFileResponse::new(content)),
@@ -260,6 +272,7 @@ impl TestClient {
                             .unwrap()
                             .push(format!("{label} limit={:?}", request.output_byte_limit));
                         let id = run_terminal(log5.clone(), request).await;
+                        bump(&tx5);
                         responder.respond(acp::CreateTerminalResponse::new(id))
                     },
                     agent_client_protocol::on_receive_request!(),
@@ -281,6 +294,7 @@ impl TestClient {
                     async move |request: acp::WaitForTerminalExitRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log7.terminal_calls.lock().unwrap().push(format!("wait {id}"));
+                        bump(&tx7);
                         let mut exit = log7.terminals.lock().unwrap()[&id].exit.subscribe();
                         // Answer from a task: the client's dispatch loop must stay free meanwhile.
                         tokio::spawn(async move {
@@ -302,6 +316,7 @@ impl TestClient {
                     async move |request: acp::KillTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log8.terminal_calls.lock().unwrap().push(format!("kill {id}"));
+                        bump(&tx8);
                         let pid = log8.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::KillTerminalResponse::new())
@@ -312,6 +327,7 @@ impl TestClient {
                     async move |request: acp::ReleaseTerminalRequest, responder, _cx| {
                         let id = request.terminal_id.0.to_string();
                         log9.terminal_calls.lock().unwrap().push(format!("release {id}"));
+                        bump(&tx9);
                         let pid = log9.terminals.lock().unwrap()[&id].pid;
                         unsafe { libc::kill(-pid, libc::SIGKILL) };
                         responder.respond(acp::ReleaseTerminalResponse::new())
@@ -357,7 +373,7 @@ impl TestClient {
             }
         });
         let cx = cx_rx.await.unwrap();
-        TestClient { cx, log, changed, stop: Some(stop), agent }
+        TestClient { cx, log, changed, stop: Some(stop), frames, agent }
     }
 
     pub async fn initialize(&self, capabilities: acp::ClientCapabilities) -> acp::InitializeResponse {
@@ -366,12 +382,14 @@ impl TestClient {
     }
 
     pub async fn new_session(&self, cwd: &Path) -> acp::SessionId {
-        self.cx
-            .send_request(acp::NewSessionRequest::new(cwd.to_path_buf()))
-            .block_task()
-            .await
-            .unwrap()
-            .session_id
+        self.try_new_session(cwd).await.unwrap()
+    }
+
+    /// `session/new`, with the agent's error if it refuses.
+    pub async fn try_new_session(&self, cwd: &Path) -> Result<acp::SessionId, Error> {
+        let response =
+            self.cx.send_request(acp::NewSessionRequest::new(cwd.to_path_buf())).block_task().await?;
+        Ok(response.session_id)
     }
 
     /// A new session with the MCP servers an editor declares.
@@ -472,6 +490,7 @@ impl TestClient {
 
     /// Close the connection (stdin EOF for the agent) and return how the agent's serve loop ended.
     pub async fn close(mut self) -> Result<(), Error> {
+        self.frames.assert_valid();
         drop(self.stop.take());
         let Some(agent) = self.agent.as_mut() else { return Ok(()) };
         tokio::time::timeout(PATIENCE, agent).await.expect("agent did not stop after EOF").unwrap()
@@ -485,6 +504,15 @@ impl TestClient {
         tokio::time::timeout(PATIENCE, self.cx.send_request(request).block_task())
             .await
             .unwrap_or_else(|_| panic!("no answer; updates: {:#?}", self.updates_json()))
+    }
+}
+
+impl Drop for TestClient {
+    /// Every frame the test saw must have followed the schema.
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.frames.assert_valid();
+        }
     }
 }
 
@@ -583,6 +611,8 @@ impl Setup {
     }
 
     pub async fn start(self) -> Harness {
+        // Commands run under the real binary's supervisor mode, as they do in the shipped agent.
+        tinycode::shell::process::use_supervisor(PathBuf::from(env!("CARGO_BIN_EXE_tinycode")));
         let root = tempfile::tempdir().unwrap();
         let cwd = root.path().join("work");
         let data = root.path().join("data");

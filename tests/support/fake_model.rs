@@ -18,6 +18,8 @@ pub enum Reply {
     Cut(Vec<Value>),
     /// Raw SSE text, sent as is.
     Raw(String),
+    /// `200`, then this SSE text again and again, every `every`, until the client goes away.
+    Forever { every: std::time::Duration, text: String },
     /// An error status with headers and a body.
     Status { code: u16, headers: Vec<(String, String)>, body: String },
 }
@@ -223,6 +225,12 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
             let mut sink = [0u8; 64];
             while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
         }
+        Reply::Forever { every, text } => {
+            let _ = stream.write_all(sse_head.as_bytes()).await;
+            while stream.write_all(text.as_bytes()).await.is_ok() && stream.flush().await.is_ok() {
+                tokio::time::sleep(every).await;
+            }
+        }
         Reply::Status { code, headers, body } => {
             let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
             let head = format!(
@@ -233,6 +241,16 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
         }
     }
     let _ = stream.shutdown().await;
+}
+
+/// A stream of SSE comments (`: keep-alive`) that never sends data, one every `every`.
+pub fn comments_forever(every: std::time::Duration) -> Reply {
+    Reply::Forever { every, text: ": keep-alive\n\n".into() }
+}
+
+/// A text stream that never ends: `text` every `every`.
+pub fn text_forever(every: std::time::Duration, text: &str) -> Reply {
+    Reply::Forever { every, text: format!("data: {}\n\n", self::text(text)) }
 }
 
 /// A chunk carrying text.

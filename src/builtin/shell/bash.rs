@@ -1,10 +1,12 @@
 //! The `bash` tool (seed 000 §8.3): `sh -c` in the session directory, classified before it runs, streamed to
 //! the editor while it runs, bounded for the model when it ends. Foreground commands run in their own process
-//! group, which is killed on timeout, on cancel and when the command finishes; `background: true` hands the
+//! group under the supervisor; the group and the whole tree below it are killed on timeout, on cancel and when
+//! the command finishes; `background: true` hands the
 //! command to the session's tasks. When the editor offers terminals and the configuration asks for them, the
 //! command runs in an editor terminal instead.
 //!
-//! Owns running one command. Classification lives in `classify`, process groups in `process`.
+//! Owns running one command. Classification lives in `classify`, process groups and trees in `process`, the
+//! environment in `environment`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use crate::shell::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
 use crate::shell::classify::{self, Class, Host, Shape};
 use crate::shell::process;
 use crate::shell::tasks::Kind;
-use crate::shell::terminal::ClientTerminals;
+use crate::shell::terminal::{ClientTerminals, Lease};
 use crate::tool::{Context, Def, Preview, Progress, ToolError, ToolOutput, arg_opt_u64, arg_str, truncate};
 
 pub const ID: &str = "bash";
@@ -146,7 +148,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
         return start_background(&ctx, &command, Kind::Background, None);
     }
     match ctx.terminals.clone() {
-        Some(terminals) => run_in_editor(&ctx, terminals.as_ref(), &command, timeout).await,
+        Some(terminals) => run_in_editor(&ctx, terminals, &command, timeout).await,
         None => run_native(&ctx, &command, timeout).await,
     }
 }
@@ -246,7 +248,7 @@ enum Ending {
 }
 
 async fn run_native(ctx: &Context, command: &str, timeout: Duration) -> Result<ToolOutput, ToolError> {
-    let (mut child, group) = process::spawn(command, &ctx.directory)
+    let (mut child, group) = process::spawn(command, &ctx.directory, ctx.tasks.environment())
         .map_err(|e| ToolError::execution(format!("cannot start the command: {e}")))?;
     let (tx, mut rx) = tokio::sync::mpsc::channel(64);
     if let Some(out) = child.stdout.take() {
@@ -265,23 +267,23 @@ async fn run_native(ctx: &Context, command: &str, timeout: Duration) -> Result<T
             biased;
             () = ctx.cancel.cancelled() => {
                 group.kill();
-                let _ = child.wait().await;
+                let _ = group.wait(&mut child).await;
                 return Err(ToolError::Cancelled);
             }
             Some((is_stderr, chunk)) = rx.recv() => collected.push(is_stderr, &chunk, ctx),
-            status = child.wait() => {
+            status = group.wait(&mut child) => {
                 let (code, signal) = status.map(process::exit_parts).unwrap_or((None, None));
                 break Ending::Exited(Exit { code, signal });
             }
             () = tokio::time::sleep_until(deadline) => {
                 group.kill();
-                let _ = child.wait().await;
+                let _ = group.wait(&mut child).await;
                 break Ending::TimedOut;
             }
             _ = tick.tick() => collected.flush(ctx),
         }
     };
-    // Whatever the command left behind in its group is stopped, which also closes the pipes.
+    // Whatever the command left behind is stopped (the supervisor already did), which also closes the pipes.
     group.kill();
     while let Ok(Some((is_stderr, chunk))) = tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
         collected.push(is_stderr, &chunk, ctx);
@@ -344,22 +346,23 @@ fn finish(command: &str, timeout: Duration, ending: Ending, mut collected: Colle
     }
 }
 
-/// Run through an editor terminal: create, embed, wait (or kill on timeout and cancel), read, always release.
+/// Run through an editor terminal: create, embed, wait (or kill on timeout and cancel), read, always release
+/// (the lease releases it even when a cancel drops this call midway).
 async fn run_in_editor(
     ctx: &Context,
-    terminals: &dyn ClientTerminals,
+    terminals: Arc<dyn ClientTerminals>,
     command: &str,
     timeout: Duration,
 ) -> Result<ToolOutput, ToolError> {
-    let id = terminals
-        .create(command, &ctx.directory, TERMINAL_OUTPUT_LIMIT)
+    let mut lease = Lease::create(terminals, command, &ctx.directory, TERMINAL_OUTPUT_LIMIT)
         .await
         .map_err(|e| ToolError::execution(format!("the editor could not start a terminal: {e}")))?;
     if let Some(report) = &ctx.progress {
-        report(Progress::Content(vec![Content::Terminal(id.clone())]));
+        report(Progress::Content(vec![Content::Terminal(lease.id().to_string())]));
     }
-    let result = watch_terminal(ctx, terminals, &id, command, timeout).await;
-    if let Err(e) = terminals.release(&id).await {
+    let result = watch_terminal(ctx, &mut lease, command, timeout).await;
+    let id = lease.id().to_string();
+    if let Err(e) = lease.release().await {
         tracing::warn!(terminal = %id, error = %e, "terminal/release failed");
     }
     result
@@ -367,23 +370,32 @@ async fn run_in_editor(
 
 async fn watch_terminal(
     ctx: &Context,
-    terminals: &dyn ClientTerminals,
-    id: &str,
+    lease: &mut Lease,
     command: &str,
     timeout: Duration,
 ) -> Result<ToolOutput, ToolError> {
+    // `None`: cancelled; `Some(None)`: timed out.
     let waited = tokio::select! {
         biased;
-        () = ctx.cancel.cancelled() => {
-            let _ = terminals.kill(id).await;
+        () = ctx.cancel.cancelled() => None,
+        exit = lease.terminals().wait_for_exit(lease.id()) => Some(Some(exit)),
+        () = tokio::time::sleep(timeout) => Some(None),
+    };
+    let waited = match waited {
+        None => {
+            let _ = lease.kill().await;
             return Err(ToolError::Cancelled);
         }
-        exit = terminals.wait_for_exit(id) => Some(exit.map_err(|e| ToolError::execution(format!("waiting for the terminal failed: {e}")))?),
-        () = tokio::time::sleep(timeout) => None,
+        Some(Some(exit)) => {
+            lease.exited();
+            Some(exit.map_err(|e| ToolError::execution(format!("waiting for the terminal failed: {e}")))?)
+        }
+        Some(None) => {
+            let _ = lease.kill().await;
+            None
+        }
     };
-    if waited.is_none() {
-        let _ = terminals.kill(id).await;
-    }
+    let (terminals, id) = (lease.terminals(), lease.id());
     let shown = terminals
         .output(id)
         .await

@@ -168,3 +168,84 @@ fn an_undecodable_chunk_is_a_protocol_error_naming_it() {
         _ => panic!("expected a protocol error"),
     }
 }
+
+/// A stream that yields `chunk` every `every` (tokio time) forever.
+fn every(
+    every: std::time::Duration,
+    chunk: &'static str,
+) -> impl futures::Stream<Item = Result<&'static [u8], String>> {
+    futures::stream::unfold((), move |()| async move {
+        tokio::time::sleep(every).await;
+        Some((Ok(chunk.as_bytes()), ()))
+    })
+    .boxed()
+}
+
+fn limits(output_tokens: u64) -> Limits {
+    Limits {
+        idle: std::time::Duration::from_secs(300),
+        deadline: std::time::Duration::from_secs(600),
+        output_tokens,
+    }
+}
+
+fn stalled_with(result: Result<Response, Attempt>) -> String {
+    match result {
+        Err(Attempt::Retry { message, wait: None }) => message,
+        Err(Attempt::Fatal(e)) => panic!("expected a stall, got {e}"),
+        _ => panic!("expected a stall"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn keep_alive_comments_every_half_second_hold_a_stream_for_twice_the_idle_timeout_only() {
+    let start = tokio::time::Instant::now();
+    let result =
+        read_stream(every(std::time::Duration::from_millis(500), ": keep-alive\n\n"), limits(100), &|_| {})
+            .await;
+    assert_eq!(stalled_with(result), "the model sent only keep-alive comments and no data for 600 s");
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(600));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_stream_is_cut_after_the_idle_timeout() {
+    let start = tokio::time::Instant::now();
+    let silent = futures::stream::pending::<Result<&'static [u8], String>>();
+    assert_eq!(
+        stalled_with(read_stream(silent, limits(100), &|_| {}).await),
+        "the model sent no data for 300 s"
+    );
+    assert_eq!(start.elapsed(), std::time::Duration::from_secs(300));
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_text_stops_at_the_output_cap_after_relaying_what_came_before_it() {
+    let chunk = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"0123456789\"}}]}\n\n";
+    let shown = std::sync::Mutex::new(String::new());
+    let on_delta = |delta: Delta| {
+        if let Delta::Text(text) = delta {
+            shown.lock().unwrap().push_str(&text);
+        }
+    };
+    let result =
+        read_stream(every(std::time::Duration::from_millis(10), chunk), limits(100), &on_delta).await;
+    match result {
+        Err(Attempt::Fatal(error)) => assert_eq!(error, LlmError::OutputCap { tokens: 100 }),
+        _ => panic!("expected the output cap"),
+    }
+    assert_eq!(shown.lock().unwrap().len(), 410, "41 chunks of 10 bytes: the first past 400 bytes stops it");
+}
+
+#[test]
+fn the_stop_messages_name_the_limit_and_what_to_change() {
+    let deadline =
+        LlmError::Deadline { limit: "600 s".into(), last: Some("the model sent no data for 300 s".into()) };
+    assert_eq!(
+        deadline.user_message(),
+        "Model request failed: the response exceeded the 600 s deadline (last attempt: the model sent no data for 300 s). Raise response_timeout_ms in the config if the model needs longer."
+    );
+    assert_eq!(
+        LlmError::OutputCap { tokens: 32_000 }.user_message(),
+        "Model request failed: the response exceeded the output cap of 32000 tokens. Set max_output_tokens in the config to allow longer responses."
+    );
+}

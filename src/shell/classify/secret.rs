@@ -11,31 +11,7 @@ use std::path::{Path, PathBuf};
 use super::Host;
 use super::wrap::base;
 use crate::shell::tokenize::Word;
-
-/// File names that hold secrets.
-const NAMES: &[&str] = &[
-    ".env",
-    "credentials",
-    ".netrc",
-    "_netrc",
-    ".pgpass",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".htpasswd",
-    "environ",
-    "id_rsa",
-    "id_dsa",
-    "id_ecdsa",
-    "id_ed25519",
-    "id_ecdsa_sk",
-    "id_ed25519_sk",
-];
-
-const SUFFIXES: &[&str] = &[".key", ".pem", ".p12", ".pfx", ".jks", ".keystore", ".kdbx", ".ppk"];
-
-/// Paths that hold secrets whatever the file is called.
-const PATH_PARTS: &[&str] = &[".gnupg/", ".docker/config.json", ".kube/config", ".config/gh/hosts.yml"];
+use crate::workspace::secret_files;
 
 /// Entries a glob expansion or a recursive walk may look at before giving up (and counting as secret).
 const BUDGET: usize = 20_000;
@@ -78,18 +54,9 @@ const NEUTRAL: &[&str] = &[
     "package.json",
 ];
 
-pub fn is_secret_name(name: &str) -> bool {
-    NAMES.contains(&name)
-        || name.starts_with(".env.")
-        || SUFFIXES.iter().any(|s| name.ends_with(s))
-        || (name.starts_with("id_") && !name.contains('.') && name.len() > 3)
-}
-
-/// Does this path (as written) name a secret file?
+/// Does this path (as written) name a secret file? The one table is the file tools' (`workspace::secret_files`).
 pub fn is_secret_path(path: &str) -> bool {
-    let trimmed = path.trim_end_matches('/');
-    let name = trimmed.rsplit('/').next().unwrap_or(trimmed);
-    is_secret_name(name) || PATH_PARTS.iter().any(|part| path.contains(part))
+    secret_files::is_secret_path(Path::new(path))
 }
 
 /// The parts of a word that may name a file: each whitespace-separated piece (a word can hold a whole script for

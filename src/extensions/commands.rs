@@ -62,7 +62,7 @@ fn derived_description(body: &str) -> String {
 }
 
 fn read(path: &Path, name: String, origin: Origin) -> Result<CustomCommand, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let text = super::read_text(path)?;
     let document = frontmatter::parse(&text)?;
     let body = document.body.trim().to_string();
     if body.is_empty() {
@@ -99,7 +99,7 @@ fn files(dir: &Path) -> Vec<(String, PathBuf)> {
             }
             if path.is_dir() && prefix.len() + 1 < MAX_DEPTH {
                 pending.push((path, [prefix.clone(), vec![file]].concat()));
-            } else if let Some(stem) = file.strip_suffix(".md").filter(|_| path.is_file()) {
+            } else if let Some(stem) = file.strip_suffix(".md").filter(|_| path.exists()) {
                 let name = [prefix.clone(), vec![stem.to_string()]].concat().join(":");
                 found.push((name, path));
             }

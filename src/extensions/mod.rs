@@ -17,6 +17,22 @@ use std::path::{Path, PathBuf};
 pub use commands::CustomCommand;
 pub use skills::Skill;
 
+/// Skill and command files larger than this are refused.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
+
+/// A skill's or command's text. Only a regular file is opened, and at most [`MAX_FILE_BYTES`] of it: a hostile
+/// repository's `SKILL.md` may be a FIFO (which would block the session), a link into `/proc` or a huge file.
+pub fn read_text(path: &Path) -> Result<String, String> {
+    use crate::workspace::regular::{self, OpenError};
+    match regular::read(path, MAX_FILE_BYTES) {
+        Ok(read) if !read.complete => Err(format!("it is larger than {} KB", MAX_FILE_BYTES / 1024)),
+        Ok(read) => String::from_utf8(read.bytes).map_err(|_| "it is not UTF-8 text".to_string()),
+        Err(OpenError::NotFound) => Err("it no longer exists".into()),
+        Err(OpenError::NotRegular(kind)) => Err(format!("it is {kind}, not a regular file")),
+        Err(OpenError::Io(e)) => Err(format!("cannot read it: {e}")),
+    }
+}
+
 /// Whose folder a file comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

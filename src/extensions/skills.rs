@@ -43,7 +43,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let text = super::read_text(path)?;
     let document = frontmatter::parse(&text)?;
     let mut warnings = Vec::new();
     let Some(description) = document.get("description") else {
@@ -79,7 +79,7 @@ fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
 fn folders(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut found: Vec<PathBuf> =
-        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join(FILE).is_file()).collect();
+        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join(FILE).exists()).collect();
     found.sort();
     found.truncate(MAX_PER_ROOT);
     found
@@ -116,8 +116,7 @@ pub fn discover(roots: &[Root]) -> (Vec<Skill>, Vec<Problem>) {
 
 /// What a used skill gives the model: its body (arguments put in) and where its files are.
 pub fn activate(skill: &Skill, arguments: &str) -> Result<String, String> {
-    let text = std::fs::read_to_string(&skill.path)
-        .map_err(|e| format!("cannot read {}: {e}", skill.path.display()))?;
+    let text = super::read_text(&skill.path).map_err(|e| format!("{}: {e}", skill.path.display()))?;
     let document = frontmatter::parse(&text).map_err(|e| format!("{}: {e}", skill.path.display()))?;
     let body = super::arguments::expand(document.body.trim(), arguments, skill.origin.style());
     Ok(format!(

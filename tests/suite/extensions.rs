@@ -283,3 +283,27 @@ async fn instruction_files_come_from_home_the_project_and_the_configuration() {
     assert!(at("Global rule.") < at("Claude rule.") && at("Claude rule.") < at("Style rule."));
     assert!(!prompt.contains("(from /etc/hostname)"), "files outside the project need trust");
 }
+
+fn mkfifo(path: &std::path::Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+}
+
+#[tokio::test]
+async fn a_skill_or_command_that_is_a_fifo_never_blocks_the_session_and_is_reported() {
+    let h = Harness::start(vec![answer(&["fine"])]).await;
+    mkfifo(&h.cwd.join(".tinycode/skills/trap/SKILL.md"));
+    mkfifo(&h.cwd.join(".tinycode/commands/trap.md"));
+    h.write(".tinycode/commands/ok.md", "Say ok");
+    let session = h.session().await;
+    h.client.prompt(&session, "hello").await.unwrap();
+    h.client.prompt(&session, "/skills").await.unwrap();
+    let names: Vec<Value> = commands(&h, &session).iter().map(|c| c["name"].clone()).collect();
+    assert!(names.contains(&json!("ok")) && !names.contains(&json!("trap")), "{names:?}");
+    let text = h.said(&session).concat();
+    for file in [".tinycode/skills/trap/SKILL.md", ".tinycode/commands/trap.md"] {
+        let line = format!("{}: it is a FIFO (named pipe), not a regular file", h.cwd.join(file).display());
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+}

@@ -28,10 +28,9 @@ fn inlinable(reference: &str, cwd: &Path) -> Option<(String, String)> {
     if !path.starts_with(&root) || !path.is_file() || is_secret_path(&path.display().to_string()) {
         return None;
     }
-    if std::fs::metadata(&path).ok()?.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    let text = std::fs::read_to_string(&path).ok()?;
+    // Only a regular file, never more than the cap: `is_file` above may be stale, and a size can lie.
+    let read = crate::workspace::regular::read(&path, MAX_FILE_BYTES).ok().filter(|read| read.complete)?;
+    let text = String::from_utf8(read.bytes).ok()?;
     Some((path.display().to_string(), text))
 }
 

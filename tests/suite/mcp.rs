@@ -410,3 +410,34 @@ async fn a_loaded_session_starts_the_servers_the_editor_declares_with_the_load()
     h.client.prompt(&session, "again").await.unwrap();
     assert!(offered(&h.model, 1).contains(&"mcp__fx__echo".to_string()));
 }
+
+#[tokio::test]
+async fn a_long_mcp_result_is_previewed_and_saved_in_full() {
+    let text: String = (0..3_000).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+    let h = Harness::start(vec![call("c1", "mcp__fx__echo", json!({"text": text})), answer(&["ok"])]).await;
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session_with(vec![stdio("fx", &[], &[])]).await;
+    h.client.prompt(&session, "echo a lot").await.unwrap();
+    let result = tool_result(&h.model.messages(1), "c1");
+    assert!(result.starts_with("echo: line 0\nline 1\n"), "{}", &result[..40]);
+    assert!(result.contains("... [truncated "), "no truncation marker");
+    let saved = result
+        .lines()
+        .find_map(|l| l.strip_prefix("The output was truncated. Full output saved to: "))
+        .unwrap_or_else(|| panic!("no saved path in the result"));
+    assert!(std::path::Path::new(saved).starts_with(h.data.join("tool-output")), "{saved}");
+    assert_eq!(std::fs::read_to_string(saved).unwrap(), format!("echo: {text}"));
+}
+
+#[tokio::test]
+async fn a_server_past_its_start_up_timeout_holds_the_turn_no_longer_and_is_reported() {
+    let h = Harness::start(vec![answer(&["without it"])]).await;
+    std::fs::write(h.config_home().join("tinycode/config.toml"), "mcp_startup_timeout_ms = 200\n").unwrap();
+    let never = h.root.path().join("never").display().to_string();
+    let session = h.session_with(vec![stdio("stuck", &["--hold-start", &never], &[])]).await;
+    assert_eq!(stop(&h.client.prompt(&session, "hi").await.unwrap()), json!("end_turn"));
+    assert!(!offered(&h.model, 0).iter().any(|n| n.starts_with("mcp__stuck")));
+    h.client.prompt(&session, "/mcp").await.unwrap();
+    let text = said(&h, &session);
+    assert!(text.contains("- `stuck` (editor): failed: it did not start within 0.2 s"), "{text}");
+}

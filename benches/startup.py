@@ -51,6 +51,13 @@ def one_run(workdir):
     return t_init * 1000, t_new * 1000, hwm_kb / 1024
 
 
+def floor_run():
+    """Spawn `/bin/true` and wait for it: the cost of starting any process, the floor of the startup figure."""
+    start = time.perf_counter()
+    subprocess.run(["/bin/true"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - start) * 1000
+
+
 def summary(name, values, unit):
     values = sorted(values)
     p95 = values[min(len(values) - 1, int(len(values) * 0.95))]
@@ -66,7 +73,7 @@ def main():
     BINARY = args.binary
     if not os.path.exists(BINARY):
         raise SystemExit("build first: cargo build --release")
-    inits, news, rss = [], [], []
+    inits, news, rss, floor = [], [], [], []
     with tempfile.TemporaryDirectory() as workdir:
         one_run(workdir)  # warm the page cache
         for _ in range(args.runs):
@@ -74,7 +81,9 @@ def main():
             inits.append(a)
             news.append(b)
             rss.append(c)
+            floor.append(floor_run())
     print(f"{args.runs} runs of {BINARY}")
+    print(summary("spawn of /bin/true", floor, "ms"))
     print(summary("spawn -> initialize response", inits, "ms"))
     print(summary("session/new", news, "ms"))
     print(summary("peak RSS (VmHWM)", rss, "MB"))

@@ -41,7 +41,7 @@ impl Location {
 }
 
 /// One piece of content shown in a tool call card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Content {
     /// Plain or Markdown text.
     Text(String),

@@ -6,7 +6,7 @@
 //! editor --(ACP JSON-RPC on stdio)--> acp --> session --> agent (turn loop) --> llm (streaming HTTP)
 //!                                                 |            \--> tool registry --> permission (asks go back
 //!                                                 |             \      |             out through acp's seams)
-//!                                                 |              \     +--> builtin tools --> workspace, shell, control
+//!                                                 |              \     +--> builtin tools --> workspace, shell, control, web (guarded HTTP)
 //!                                                 |               \    +--> mcp tools (adapter) --> MCP servers
 //!                                                 |                \                              (stdio, HTTP)
 //!                                                 +-- slash commands, skills, instruction files <-- extensions
@@ -26,6 +26,7 @@
 //! | `extensions` | discovery and formats of skills (`SKILL.md`) and custom commands (Markdown), argument placeholders |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and ignore rules; atomic writes; secret files and secret content; formatters |
+//! | `web`        | the service behind webfetch and websearch: the SSRF-guarded HTTP client of its own (URL check, guarded resolver, redirect policy, no proxy), HTML → Markdown, the response cache, the search client |
 //! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks, the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
@@ -43,11 +44,12 @@
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
 //! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`, `mcp::Elicitor`) that `acp` implements.
 //!
-//! Inside the tool layer: `{builtin, mcp} → tool → {workspace, shell, control}`. The framework (`tool`) never imports
-//! a built-in tool (only `builtin::registry()` knows them all) nor `mcp` (its adapter registers `Def`s into a
-//! session's registry), and the shared services import nothing of the framework but its error type.
-//! `extensions` is a leaf service (files only) that `config` (trust for commands' shell lines), `agent`, `builtin`
-//! (`skill`) and `session` read. CI greps for these.
+//! Inside the tool layer: `{builtin, mcp} → tool → {workspace, shell, control}`, and `builtin → web`. The framework
+//! (`tool`) never imports a built-in tool (only `builtin::registry()` knows them all) nor `mcp` (its adapter
+//! registers `Def`s into a session's registry), the shared services import nothing of the framework but its error
+//! type, and `web` imports nothing of the framework at all (it has its own errors). `extensions` is a leaf service
+//! (files only) that `config` (trust for commands' shell lines), `agent`, `builtin` (`skill`) and `session` read.
+//! CI greps for these.
 //!
 //! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
@@ -76,4 +78,5 @@ pub mod session;
 pub mod shell;
 pub mod store;
 pub mod tool;
+pub mod web;
 pub mod workspace;

@@ -134,6 +134,16 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
                 .raw_input(raw_input);
             acp::SessionUpdate::ToolCall(call)
         }
+        AgentEvent::ToolCallRevised { call_id, presentation } => {
+            let mut fields = acp::ToolCallUpdateFields::new()
+                .title(presentation.title)
+                .kind(kind(presentation.kind))
+                .content(contents(&presentation.content));
+            if !presentation.locations.is_empty() {
+                fields = fields.locations(locations(&presentation.locations));
+            }
+            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
+        }
         AgentEvent::ToolCallRunning { call_id } => {
             acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
                 call_id,
@@ -150,20 +160,36 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
             acp::ToolCallUpdate::new(call_id, acp::ToolCallUpdateFields::new().content(contents(&items))),
         ),
         AgentEvent::ToolCallFinished { call_id, status, output, display, locations: locs, raw_output } => {
-            let status = match status {
-                ToolStatus::Completed => acp::ToolCallStatus::Completed,
-                ToolStatus::Failed => acp::ToolCallStatus::Failed,
-            };
-            let shown =
-                if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
-            let mut fields =
-                acp::ToolCallUpdateFields::new().status(status).content(shown).raw_output(raw_output);
-            if !locs.is_empty() {
-                fields = fields.locations(locations(&locs));
-            }
-            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
+            finished(call_id, status, output, display, locs, raw_output, true)
         }
     }]
+}
+
+/// The update that completes a call; without `content` when the card already shows what the result would
+/// (ACP keeps content an update leaves out).
+pub fn finished(
+    call_id: String,
+    status: ToolStatus,
+    output: String,
+    display: Vec<Content>,
+    locs: Vec<Location>,
+    raw_output: serde_json::Value,
+    with_content: bool,
+) -> acp::SessionUpdate {
+    let status = match status {
+        ToolStatus::Completed => acp::ToolCallStatus::Completed,
+        ToolStatus::Failed => acp::ToolCallStatus::Failed,
+    };
+    let mut fields = acp::ToolCallUpdateFields::new().status(status).raw_output(raw_output);
+    if with_content {
+        let shown =
+            if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
+        fields = fields.content(shown);
+    }
+    if !locs.is_empty() {
+        fields = fields.locations(locations(&locs));
+    }
+    acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
 }
 
 /// A plan update from the to-do list (`done` → completed, `normal` → medium).

@@ -143,6 +143,8 @@ async fn open(
     for event in events {
         crate::agent::EventSink::emit(client.as_ref(), event);
     }
+    // The replay is complete before the load is answered.
+    crate::agent::EventSink::flush(client.as_ref());
     Ok(session)
 }
 

@@ -5,6 +5,7 @@
 //! Owns protocol concerns (capabilities, error codes, ordering). Decisions belong to the core.
 
 pub mod client;
+pub mod coalesce;
 pub mod convert;
 pub mod frames;
 pub mod handlers;

@@ -42,6 +42,8 @@ pub enum AgentEvent {
     ThoughtChunk { message_id: String, text: String },
     /// A tool call was requested (it may still wait for permission).
     ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
+    /// The call's presentation after a slow preview (title, locations and content replace the started ones).
+    ToolCallRevised { call_id: String, presentation: Presentation },
     /// Permission was granted and the tool is running.
     ToolCallRunning { call_id: String },
     /// Incremental output of a running tool (only the new part).
@@ -75,6 +77,8 @@ pub enum AgentEvent {
 /// Where a turn's events go. Implementations must not block: they enqueue and return.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: AgentEvent);
+    /// Send anything held back (a sink may join streamed text); called when a model's stream ends.
+    fn flush(&self) {}
 }
 
 /// A sink that keeps every event; used by tests and by headless callers that inspect the transcript.

@@ -99,6 +99,12 @@ impl Journal {
         self.write("tool_start", vec![part("tool_start", data)]);
     }
 
+    /// The presentation a slow preview produced for a call already started.
+    pub fn tool_revised(&self, ui_id: &str, presentation: &Presentation) {
+        let data = json!({"uiId": ui_id, "presentation": presentation});
+        self.write("tool_revise", vec![part("tool_revise", data)]);
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn tool_finished(&self, call_id: &str, ui_id: &str, content: &str, failed: bool, event: &AgentEvent) {
         let (display, locations, raw_output) = match event {
@@ -291,6 +297,10 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                         raw_input: data["rawInput"].clone(),
                     });
                 }
+                "tool_revise" => events.push(AgentEvent::ToolCallRevised {
+                    call_id: text_of(data, "uiId"),
+                    presentation: serde_json::from_value(data["presentation"].clone()).unwrap_or_default(),
+                }),
                 "tool_result" => {
                     let ui_id = text_of(data, "uiId");
                     finished.insert(ui_id.clone(), true);

@@ -358,6 +358,7 @@ impl Turn<'_> {
             }
         };
         let result = self.model.stream(request, &on_delta, &self.cancel).await;
+        self.sink.flush();
         let partial = shown.into_inner().unwrap_or_default();
         let keep_partial = |history: &mut History| {
             if !partial.is_empty() {
@@ -475,6 +476,12 @@ impl Turn<'_> {
                             presentation,
                             raw_input: raw_input.clone(),
                         }
+                    }
+                    Progress::Revised(presentation) => {
+                        if let Some(journal) = &journal {
+                            journal.tool_revised(&ui, &presentation);
+                        }
+                        AgentEvent::ToolCallRevised { call_id: ui.clone(), presentation }
                     }
                     Progress::Running => AgentEvent::ToolCallRunning { call_id: ui.clone() },
                     Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: ui.clone(), text },

@@ -16,12 +16,25 @@ pub mod read;
 pub mod shell;
 pub mod skill;
 pub mod todowrite;
+pub mod webfetch;
+pub mod websearch;
 pub mod write;
 
-use crate::tool::{Registry, invalid};
+use std::sync::Arc;
 
-/// A registry with every built-in tool of this build, in the order the model sees them.
+use crate::config::web::WebSettings;
+use crate::tool::{Registry, invalid};
+use crate::web::{Allowed, Policy};
+
+/// A registry with every always-available built-in tool, in the order the model sees them; webfetch reaches
+/// public addresses only and websearch is absent. Sessions use [`registry_with`].
 pub fn registry() -> Registry {
+    registry_with(&WebSettings::default())
+}
+
+/// Every built-in tool, plus the conditional ones of seed 000 §8.1 (`websearch` when the user has a key),
+/// with webfetch allowed the private hosts of the user's own configuration.
+pub fn registry_with(web: &WebSettings) -> Registry {
     let registry = Registry::default();
     registry.register(read::def());
     registry.register(write::def());
@@ -36,6 +49,11 @@ pub fn registry() -> Registry {
     registry.register(shell::kill_shell::def());
     registry.register(todowrite::def());
     registry.register(question::def());
+    let allowed = web.allow_private.iter().map(|p| Allowed { host: p.host.clone(), port: p.port }).collect();
+    registry.register(webfetch::def(Arc::new(webfetch::WebFetch::new(Policy::new(allowed)))));
+    if let Some(search) = &web.search {
+        registry.register(websearch::def(Arc::new(websearch::WebSearch::new(search.clone()))));
+    }
     registry.register(plan_switch::enter());
     registry.register(plan_switch::exit());
     registry.register(invalid::def());
@@ -46,6 +64,7 @@ pub fn registry() -> Registry {
 mod tests {
     use serde_json::json;
 
+    use crate::config::web::{Search, WebSettings};
     use crate::tool::tests::context;
 
     #[tokio::test]
@@ -55,8 +74,21 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, webfetch, plan_enter, plan_exit."
         );
         assert!(outcome.is_error);
+    }
+
+    #[test]
+    fn websearch_is_registered_only_when_the_user_has_a_key() {
+        let names = |registry: crate::tool::Registry| -> Vec<String> {
+            registry.model_tools().iter().map(|d| d.id.clone()).filter(|id| id.starts_with("web")).collect()
+        };
+        assert_eq!(names(super::registry()), vec!["webfetch"]);
+        let keyed = WebSettings {
+            search: Some(Search { api_key: "k".into(), url: "http://127.0.0.1:9/search".into() }),
+            ..WebSettings::default()
+        };
+        assert_eq!(names(super::registry_with(&keyed)), vec!["webfetch", "websearch"]);
     }
 }

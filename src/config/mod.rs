@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use trust::{Request, Standing, Trust};
+pub mod web;
 
 /// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -147,6 +148,8 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
+    pub max_diff_bytes: usize,
     /// MCP servers from `[mcp.NAME]` tables (user and trusted project files, merged field by field by name).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// How long an MCP server may take to start before it counts as failed (per server: `startup_timeout_ms`).
@@ -207,12 +210,17 @@ struct Layer {
     shell: Option<ShellLayer>,
     models: Option<Vec<String>>,
     context_window: Option<u64>,
+    max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     mcp: Option<BTreeMap<String, McpServerConfig>>,
     mcp_startup_timeout_ms: Option<u64>,
     mcp_call_timeout_ms: Option<u64>,
     instructions: Option<Vec<String>>,
+    /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
+    webfetch: Option<web::WebfetchSection>,
+    /// USER FILE ONLY: as `webfetch`.
+    websearch: Option<web::WebsearchSection>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -299,6 +307,7 @@ impl Layer {
             formatters: merge_maps(self.formatters, lower.formatters),
             models: self.models.or(lower.models),
             context_window: self.context_window.or(lower.context_window),
+            max_diff_bytes: self.max_diff_bytes.or(lower.max_diff_bytes),
             default_mode: self.default_mode.or(lower.default_mode),
             // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
             permission: match (self.permission, lower.permission) {
@@ -325,6 +334,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some([low, high].concat()),
                 (a, b) => a.or(b),
             },
+            webfetch: self.webfetch.or(lower.webfetch),
+            websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
@@ -367,6 +378,12 @@ impl Layer {
         {
             tracing::warn!(
                 "ignoring [shell] env_keep in the project's config file; set it in your own config"
+            );
+        }
+        let (webfetch, websearch) = (self.webfetch.take(), self.websearch.take());
+        if webfetch.is_some() || websearch.is_some() {
+            tracing::warn!(
+                "[webfetch] and [websearch] are ignored in a project's config: only the user's own file may set them"
             );
         }
         self
@@ -550,6 +567,7 @@ impl Config {
             mcp_startup_timeout: Duration::from_millis(layer.mcp_startup_timeout_ms.unwrap_or(10_000)),
             mcp_call_timeout: Duration::from_millis(layer.mcp_call_timeout_ms.unwrap_or(120_000)),
             instructions: layer.instructions.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
         }
     }
 }

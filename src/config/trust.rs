@@ -22,6 +22,7 @@ use super::Sources;
 pub const HARMLESS: &[&str] = &[
     "models",
     "context_window",
+    "max_diff_bytes",
     "max_output_tokens",
     "max_turn_requests",
     "stream_idle_timeout_ms",

@@ -67,7 +67,12 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        Self::with_registry(sources, Arc::new(crate::builtin::registry()))
+        // The web tools' settings come from the user's own file and environment only, never a project's.
+        let web = crate::config::web::WebSettings::load(&sources).unwrap_or_else(|e| {
+            tracing::error!(error = %e, "web tool settings ignored");
+            crate::config::web::WebSettings::default()
+        });
+        Self::with_registry(sources, Arc::new(crate::builtin::registry_with(&web)))
     }
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
@@ -181,7 +186,8 @@ impl Manager {
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone()),
+                .with_environment(environment.clone())
+                .with_diff_limit(config.max_diff_bytes),
             ),
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),

@@ -298,6 +298,8 @@ impl Session {
         self.apply_trust();
         self.refresh_extensions();
         let result = self.dispatch(&mut conversation, input, blocks, &cancel).await;
+        // Text the sink may still hold goes out before the prompt is answered.
+        self.sink().flush();
         debug_assert_eq!(conversation.history.check(), Ok(()));
         let mut active = lock(&self.active);
         if active.as_ref().is_some_and(|(n, _)| *n == number) {

@@ -112,8 +112,11 @@ impl std::fmt::Debug for Def {
 /// Progress a running tool reports to the user while it works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
-    /// How the call is shown: sent once, before any permission ask.
+    /// How the call is shown: sent once, before any permission ask (a tool whose preview takes long reports
+    /// it itself before the work starts, and the registry then sends the preview's result as a revision).
     Presented(Presentation),
+    /// The presentation after the preview, for a call that was already presented.
+    Revised(Presentation),
     /// Permission was granted; the tool starts now.
     Running,
     /// New output (only the part not reported before).

@@ -5,6 +5,7 @@
 //!
 //! Owns running one call. Must not know any particular tool: the built-ins are registered by `builtin`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -104,12 +105,15 @@ impl Registry {
             return Outcome::from_error(error);
         }
         let mut category = def.permission;
+        let mut presented_early = false;
         if let Some(preview) = &def.preview {
+            let (watched, early) = watch_presented(&ctx);
             let previewed = tokio::select! {
                 biased;
-                previewed = boundary::guard(async { preview(ctx.clone(), args.clone()).await }) => previewed,
+                previewed = boundary::guard(async { preview(watched, args.clone()).await }) => previewed,
                 () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
             };
+            presented_early = early.load(Ordering::Relaxed);
             match previewed {
                 Ok(Preview { presentation: shown, plan, category: chosen }) => {
                     presentation = shown;
@@ -117,12 +121,18 @@ impl Registry {
                     category = chosen.or(category);
                 }
                 Err(error) => {
-                    ctx.report(Progress::Presented(presentation));
+                    if !presented_early {
+                        ctx.report(Progress::Presented(presentation));
+                    }
                     return Outcome::from_error(error);
                 }
             }
         }
-        ctx.report(Progress::Presented(presentation.clone()));
+        ctx.report(if presented_early {
+            Progress::Revised(presentation.clone())
+        } else {
+            Progress::Presented(presentation.clone())
+        });
         if let (Some(perms), Some(category)) = (&ctx.perms, category) {
             let ask = Ask {
                 session_id: ctx.session_id.clone(),
@@ -197,6 +207,22 @@ impl Registry {
             end_turn: output.end_turn,
         }
     }
+}
+
+/// A context for the preview that records whether the tool presented the call itself (before slow work).
+fn watch_presented(ctx: &Context) -> (Context, Arc<AtomicBool>) {
+    let early = Arc::new(AtomicBool::new(false));
+    let mut watched = ctx.clone();
+    if let Some(report) = ctx.progress.clone() {
+        let flag = early.clone();
+        watched.progress = Some(Arc::new(move |progress| {
+            if matches!(progress, Progress::Presented(_)) {
+                flag.store(true, Ordering::Relaxed);
+            }
+            report(progress);
+        }));
+    }
+    (watched, early)
 }
 
 /// Apply the head+tail preview; when it cuts, save the full text and say where.

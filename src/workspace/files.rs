@@ -23,6 +23,9 @@ use crate::tool::error::ToolError;
 
 /// Text files larger than this are refused by reads and edits (a read never holds more in memory).
 pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+/// Changes to files larger than this (old plus new text, in bytes) are shown as their changed region only,
+/// unless the config's `max_diff_bytes` says otherwise.
+pub const DEFAULT_DIFF_LIMIT: usize = 2 * 1024 * 1024;
 
 /// Why the editor did not serve an `fs/*` request. Handled by [`Files`]: only `Unsupported` may fall back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +118,8 @@ pub struct Files {
     /// The environment formatters run with.
     environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
+    /// Changes to larger files are shown as their changed region (config `max_diff_bytes`).
+    diff_limit: std::sync::atomic::AtomicUsize,
 }
 
 fn read_lock<T: Clone>(lock: &RwLock<T>) -> T {
@@ -180,7 +185,19 @@ impl Files {
             formatters: Mutex::new(formatters),
             environment,
             ledger: Mutex::new(HashMap::new()),
+            diff_limit: std::sync::atomic::AtomicUsize::new(DEFAULT_DIFF_LIMIT),
         }
+    }
+
+    /// Show changes to files larger than `bytes` (old plus new text) as their changed region.
+    pub fn with_diff_limit(self, bytes: usize) -> Self {
+        self.diff_limit.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// The size above which a change is shown as its changed region.
+    pub fn diff_limit(&self) -> usize {
+        self.diff_limit.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Use these formatters from the next write on.

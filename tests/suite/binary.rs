@@ -100,14 +100,15 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
         .await
         .unwrap();
     assert_eq!(stop, acp::StopReason::EndTurn);
-    let texts: Vec<String> = updates
+    // Streamed text is coalesced on a timer, so the chunks are compared joined.
+    let text: String = updates
         .lock()
         .unwrap()
         .iter()
         .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
         .map(|u| u["content"]["text"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(texts, vec!["Hi from ", "the binary"]);
+    assert_eq!(text, "Hi from the binary");
     let status = wait_exit(&mut child).await;
     let mut logs = String::new();
     tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();

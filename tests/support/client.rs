@@ -461,13 +461,35 @@ impl TestClient {
         self.log.updates.lock().unwrap().iter().map(|n| serde_json::to_value(n).unwrap()).collect()
     }
 
-    /// The `update` objects of one session.
+    /// The `update` objects of one session, consecutive chunks of one message joined: the agent coalesces
+    /// streamed text on a timer, so how a text is split into updates depends on timing, and the transcript
+    /// asserts the whole text instead.
     pub fn updates(&self, session: &acp::SessionId) -> Vec<Value> {
-        self.updates_json()
-            .into_iter()
-            .filter(|n| n["sessionId"] == session.0.as_ref())
-            .map(|n| n["update"].clone())
-            .collect()
+        let mut updates: Vec<Value> = Vec::new();
+        for update in self.updates_json().into_iter().filter(|n| n["sessionId"] == session.0.as_ref()) {
+            let update = update["update"].clone();
+            let chunk = |u: &Value| {
+                ["agent_message_chunk", "agent_thought_chunk"]
+                    .contains(&u["sessionUpdate"].as_str().unwrap_or(""))
+                    && u["content"]["type"] == "text"
+            };
+            if let Some(last) = updates.last_mut()
+                && chunk(last)
+                && chunk(&update)
+                && last["sessionUpdate"] == update["sessionUpdate"]
+                && last["messageId"] == update["messageId"]
+            {
+                let joined = format!(
+                    "{}{}",
+                    last["content"]["text"].as_str().unwrap(),
+                    update["content"]["text"].as_str().unwrap()
+                );
+                last["content"]["text"] = Value::String(joined);
+                continue;
+            }
+            updates.push(update);
+        }
+        updates
     }
 
     /// Wait until `condition` holds over the updates received so far.
@@ -722,6 +744,22 @@ impl Harness {
             .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
             .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_string())
             .collect()
+    }
+
+    /// The content the card of call `id` shows before it runs (what its permission ask refers to): the
+    /// content of the last `tool_call`/`tool_call_update` for it that carried some before it completed.
+    pub fn shown_content(&self, session: &acp::SessionId, id: &str) -> Value {
+        self.client
+            .updates(session)
+            .into_iter()
+            .rev()
+            .find(|u| {
+                u["toolCallId"] == id
+                    && u.get("content").is_some()
+                    && u.get("status") != Some(&Value::from("completed"))
+            })
+            .map(|u| u["content"].clone())
+            .unwrap_or(Value::Null)
     }
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.

@@ -49,6 +49,8 @@ pub enum Content {
     Diff { path: PathBuf, old_text: Option<String>, new_text: String },
     /// A terminal the editor owns (created through the editor's terminal methods), shown live.
     Terminal(String),
+    /// An image (base64 data), as an MCP tool returned it.
+    Image { data: String, mime_type: String },
 }
 
 /// How a tool call with given arguments is presented, before it runs.

@@ -7,6 +7,9 @@
 //!                                                 |            \--> tool registry --> permission (asks go back
 //!                                                 |             \      |             out through acp's seams)
 //!                                                 |              \     +--> builtin tools --> workspace, shell, control, web (guarded HTTP)
+//!                                                 |               \    +--> mcp tools (adapter) --> MCP servers
+//!                                                 |                \                              (stdio, HTTP)
+//!                                                 +-- slash commands, skills, instruction files <-- extensions
 //!                                                 \--------------+--> store (SQLite worker thread: sessions,
 //!                                                                      messages, todos, rules, usage)
 //! ```
@@ -15,11 +18,13 @@
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode |
 //! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
-//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent); the seams the editor must provide |
-//! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt, agent events |
+//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent), slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
+//! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt and instruction files, agent events |
 //! | `llm`        | `transport` (HTTP client, SSE, errors a user can act on, retries), `limits` (idle, deadline, output cap), one module per wire format (`chat` Chat Completions, `responses` OpenAI Responses, `messages` Anthropic), `router` (a client per provider, by model id), `catalogue` (model metadata), `detect` (loopback probes), `ids` |
 //! | `lsp`        | language servers for diagnostics after edits: which server per language and root, the LSP client (framing, requests both ways, document sync), lifecycle; implements `workspace::diagnostics::Checker` |
 //! | `builtin`    | the built-in tools, one file or folder each, and the one module that registers them |
+//! | `mcp`        | the MCP client: servers (editor's and config's), their processes and bounded close, tool names, the adapter that makes their tools `tool::Def`s, prompts and resources, the `Elicitor` seam |
+//! | `extensions` | discovery and formats of skills (`SKILL.md`) and custom commands (Markdown), argument placeholders |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the subagent seam (`tool::subagent`), the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
 //! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters |
 //! | `web`        | the service behind webfetch and websearch: the SSRF-guarded HTTP client of its own (URL check, guarded resolver, redirect policy, no proxy), HTML → Markdown, the response cache, the search client |
@@ -35,18 +40,20 @@
 //!
 //! # Dependency rule
 //!
-//! `acp → session → agent → {llm, tool, permission, store, bus, config}`, and `session → lsp → {workspace, shell,
+//! `acp → session → agent → {llm, mcp, tool, permission, store, bus, config}`, and `session → lsp → {workspace, shell,
 //! config}`. Nothing below `session` imports `acp` (CI greps for it), nothing below `agent` imports `session` or
 //! `agent`, and only `session` imports `lsp`: the file tools reach it through the `workspace::diagnostics::Checker`
 //! seam in their context. `cli` sits beside `acp` at the top: it may read `agent` (the journal's replay, for
 //! exports) and `store`, never `acp`. The editor is reached only
 //! through small traits (`agent::EventSink`, `session::SettingsSink`, `permission::Approver`, `workspace::files::ClientFs`,
-//! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`) that `acp` implements.
+//! `shell::terminal::ClientTerminals`, `control::Asker`, `session::TrustAsker`, `mcp::Elicitor`) that `acp` implements.
 //!
-//! Inside the tool layer: `builtin → tool → {workspace, shell, control}`, and `builtin → web`. The framework
-//! (`tool`) never imports a built-in tool (only `builtin::registry()` knows them all), the shared services import
-//! nothing of the framework but its error type, and `web` imports nothing of the framework at all (it has its own
-//! errors). CI greps for all three.
+//! Inside the tool layer: `{builtin, mcp} → tool → {workspace, shell, control}`, and `builtin → web`. The framework
+//! (`tool`) never imports a built-in tool (only `builtin::registry()` knows them all) nor `mcp` (its adapter
+//! registers `Def`s into a session's registry), the shared services import nothing of the framework but its error
+//! type, and `web` imports nothing of the framework at all (it has its own errors). `extensions` is a leaf service
+//! (files only) that `config` (trust for commands' shell lines), `agent`, `builtin` (`skill`) and `session` read.
+//! CI greps for these.
 //!
 //! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
@@ -67,8 +74,10 @@ pub mod clock;
 pub mod config;
 pub mod control;
 pub mod display;
+pub mod extensions;
 pub mod llm;
 pub mod lsp;
+pub mod mcp;
 pub mod permission;
 pub mod session;
 pub mod setup;

@@ -52,8 +52,10 @@ impl SessionClient {
         cwd: std::path::PathBuf,
     ) -> Self {
         let compaction = capabilities.session.as_ref().is_some_and(|s| s.compaction.is_some());
-        let renderer =
-            std::sync::Mutex::new(Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd));
+        let notices = capabilities.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let renderer = std::sync::Mutex::new(
+            Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd).with_notices(notices),
+        );
         Self {
             cx,
             session_id: acp::SessionId::from(session_id.to_string()),

@@ -42,7 +42,27 @@ pub fn content(content: &Content) -> acp::ToolCallContent {
             acp::Diff::new(path.clone(), new_text.clone()).old_text(old_text.clone()),
         ),
         Content::Terminal(id) => acp::ToolCallContent::Terminal(acp::Terminal::new(id.clone())),
+        Content::Image { data, mime_type } => acp::ToolCallContent::Content(acp::Content::new(
+            acp::ContentBlock::Image(acp::ImageContent::new(data.clone(), mime_type.clone())),
+        )),
     }
+}
+
+/// The slash commands as advertised.
+pub fn commands(list: &[crate::agent::event::CommandInfo]) -> acp::AvailableCommandsUpdate {
+    let commands = list
+        .iter()
+        .map(|c| {
+            let command = acp::AvailableCommand::new(c.name.clone(), c.description.clone());
+            match &c.hint {
+                Some(hint) => command.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(hint.clone()),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    acp::AvailableCommandsUpdate::new(commands)
 }
 
 pub fn contents(items: &[Content]) -> Vec<acp::ToolCallContent> {
@@ -132,6 +152,11 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
         AgentEvent::MessageChunk { message_id, text } => {
             acp::SessionUpdate::AgentMessageChunk(chunk(message_id, text))
         }
+        AgentEvent::Commands(list) => acp::SessionUpdate::AvailableCommandsUpdate(commands(&list)),
+        AgentEvent::Notice { title, description } => acp::SessionUpdate::AgentMessageChunk(chunk(
+            format!("notice_{}", uuid::Uuid::new_v4().simple()),
+            format!("\n\n> **{title}**\n> {}\n\n", description.replace('\n', "\n> ")),
+        )),
         AgentEvent::ThoughtChunk { message_id, text } => {
             acp::SessionUpdate::AgentThoughtChunk(chunk(message_id, text))
         }

@@ -12,6 +12,7 @@ pub mod frames;
 pub mod handlers;
 pub mod headless;
 pub mod lines;
+pub mod mcp;
 pub mod params;
 pub mod prompt;
 pub mod question;
@@ -68,6 +69,7 @@ fn capabilities(images: bool) -> acp::AgentCapabilities {
                 .delete(acp::SessionDeleteCapabilities::new())
                 .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
         )
+        .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(false))
 }
 
 fn initialize(

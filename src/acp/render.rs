@@ -63,6 +63,8 @@ pub struct Renderer {
     terminal_meta: bool,
     /// The client takes `compaction_update` (declared `session.compaction`).
     compaction_updates: bool,
+    /// The client takes `notice` updates (declared `session.notices`); others get notices as a quoted message.
+    notices: bool,
     cwd: PathBuf,
     /// Running execute calls and their live output windows.
     executing: HashMap<String, Window>,
@@ -84,7 +86,20 @@ fn diff_fingerprint(content: &[Content]) -> Option<u64> {
 
 impl Renderer {
     pub fn new(terminal_meta: bool, compaction_updates: bool, cwd: PathBuf) -> Self {
-        Self { terminal_meta, compaction_updates, cwd, executing: HashMap::new(), diffs: HashMap::new() }
+        Self {
+            terminal_meta,
+            compaction_updates,
+            notices: false,
+            cwd,
+            executing: HashMap::new(),
+            diffs: HashMap::new(),
+        }
+    }
+
+    /// Send notices as `notice` updates.
+    pub fn with_notices(mut self, notices: bool) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// The updates for one event.
@@ -109,6 +124,13 @@ impl Renderer {
                     .error("the model could not summarise the conversation; nothing was changed".to_string());
             }
             return vec![acp::SessionUpdate::CompactionUpdate(update)];
+        }
+        if let AgentEvent::Notice { title, description } = &event
+            && self.notices
+        {
+            let notice = acp::Notice::new(acp::NoticeSeverity::Warning, title.clone())
+                .description(description.clone());
+            return vec![acp::SessionUpdate::Notice(notice)];
         }
         match &event {
             AgentEvent::ToolCallStarted { call_id, presentation, .. }

@@ -22,7 +22,16 @@ pub enum CompactionStatus {
     Failed,
 }
 
-/// One user-visible step of a turn.
+/// A slash command as the editor's menu shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, when it takes arguments.
+    pub hint: Option<String>,
+}
+
+/// One user-visible step of a turn, or news about the session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     /// A user message, as the editor sent it (replayed when a session is loaded).
@@ -61,6 +70,11 @@ pub enum AgentEvent {
     /// A subagent's tool call shown at the top level of this session (its edits, commands and permission asks,
     /// so they can be reviewed and answered); `parent_call_id` is the `task` call that started the subagent.
     Lifted { parent_call_id: String, event: Box<AgentEvent> },
+    /// The slash commands changed (the whole list).
+    Commands(Vec<CommandInfo>),
+    /// Something the user should know that is not part of the conversation (an MCP server failed, a skill file
+    /// could not be read).
+    Notice { title: String, description: String },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,

@@ -266,6 +266,10 @@ fn replay_display(display: Vec<Content>) -> Vec<Content> {
                 ))
             }
             Content::Text(text) => Content::Text(trim_for_replay(&text)),
+            Content::Image { data, mime_type } if data.len() > REPLAY_DIFF_BYTES => Content::Text(format!(
+                "(a {} KB {mime_type} image is not shown when reopening the conversation)",
+                data.len() * 3 / 4 / 1024
+            )),
             other => other,
         })
         .collect()

@@ -142,6 +142,11 @@ pub struct Turn<'a> {
     pub instructions: Option<String>,
     /// The journals of the sessions above a subagent: its token usage counts towards theirs too.
     pub usage_also: Vec<Journal>,
+    /// The session's MCP servers: waited for (up to their start-up timeout) and synced into `registry` before
+    /// every model request.
+    pub mcp: Option<Arc<crate::mcp::Servers>>,
+    /// Instruction files and skills for the system prompt.
+    pub extras: Arc<system_prompt::Extras>,
 }
 
 /// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
@@ -200,7 +205,7 @@ impl Turn<'_> {
 
     /// The system prompt for the mode, with a subagent's own instructions at the end.
     fn system_prompt(&self, plan_mode: bool) -> String {
-        let mut system = system_prompt::build(self.cwd, SystemTime::now(), plan_mode);
+        let mut system = system_prompt::build(self.cwd, SystemTime::now(), plan_mode, &self.extras);
         if let Some(instructions) = &self.instructions {
             system.push_str("\n\n");
             system.push_str(instructions);
@@ -225,7 +230,6 @@ impl Turn<'_> {
         }
         conversation.history.push_user(input);
         let mut system = self.system_prompt(self.plan_mode);
-        let tools = self.tool_specs();
         let mut requests = 0;
         let mut compacted_on_overflow = false;
         loop {
@@ -237,6 +241,15 @@ impl Turn<'_> {
             }
             requests += 1;
             self.deliver_notes(&mut conversation.history);
+            // Servers still starting are waited for; tools that changed since the last request join or leave now.
+            if let Some(mcp) = &self.mcp {
+                mcp.settled(&self.cancel).await;
+                mcp.sync(self.registry).await;
+                if self.cancel.is_cancelled() {
+                    return Ok(StopReason::Cancelled);
+                }
+            }
+            let tools = self.tool_specs();
             let mut request = self.request(&system, &tools, &conversation.history);
             if compaction::needed(
                 compaction::request_tokens(&request),

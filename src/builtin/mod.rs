@@ -18,6 +18,7 @@ pub mod plan_switch;
 pub mod question;
 pub mod read;
 pub mod shell;
+pub mod skill;
 pub mod task;
 pub mod todowrite;
 pub mod webfetch;

@@ -189,6 +189,14 @@ pub struct Config {
     pub tool_descriptions: BTreeMap<String, String>,
     /// The user's global git excludes file, which searches honour (it may not exist).
     pub git_excludes: Option<PathBuf>,
+    /// MCP servers from `[mcp.NAME]` tables (user and trusted project files, merged field by field by name).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// How long an MCP server may take to start before it counts as failed (per server: `startup_timeout_ms`).
+    pub mcp_startup_timeout: Duration,
+    /// How long one MCP tool call may take (per server: `call_timeout_ms`).
+    pub mcp_call_timeout: Duration,
+    /// Extra instruction files (`instructions = [...]`), absolute: the user's first, then the project's.
+    pub instructions: Vec<PathBuf>,
 }
 
 impl Config {
@@ -278,6 +286,38 @@ impl LspLayer {
     }
 }
 
+/// One `[mcp.NAME]` table: a stdio server (`command`, `args`, `env`) or a streamable-HTTP one (`url`, `headers`).
+/// A table with neither only adjusts a server of that name defined elsewhere (the editor's, another file's):
+/// `enabled = false` turns it off, the timeouts change its limits.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub enabled: Option<bool>,
+    pub startup_timeout_ms: Option<u64>,
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl McpServerConfig {
+    /// Fill every field still unset in `self` from `lower`.
+    fn under(self, lower: McpServerConfig) -> McpServerConfig {
+        McpServerConfig {
+            command: self.command.or(lower.command),
+            args: self.args.or(lower.args),
+            env: self.env.or(lower.env),
+            url: self.url.or(lower.url),
+            headers: self.headers.or(lower.headers),
+            enabled: self.enabled.or(lower.enabled),
+            startup_timeout_ms: self.startup_timeout_ms.or(lower.startup_timeout_ms),
+            call_timeout_ms: self.call_timeout_ms.or(lower.call_timeout_ms),
+        }
+    }
+}
+
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -311,6 +351,10 @@ struct Layer {
     #[serde(skip)]
     tool_descriptions: BTreeMap<String, String>,
     lsp: Option<LspLayer>,
+    mcp: Option<BTreeMap<String, McpServerConfig>>,
+    mcp_startup_timeout_ms: Option<u64>,
+    mcp_call_timeout_ms: Option<u64>,
+    instructions: Option<Vec<String>>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
@@ -414,6 +458,26 @@ impl Layer {
             // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
             permission: match (self.permission, lower.permission) {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
+                (a, b) => a.or(b),
+            },
+            mcp: match (self.mcp, lower.mcp) {
+                (Some(high), Some(mut low)) => {
+                    for (name, server) in high {
+                        let merged = match low.remove(&name) {
+                            Some(lower) => server.under(lower),
+                            None => server,
+                        };
+                        low.insert(name, merged);
+                    }
+                    Some(low)
+                }
+                (a, b) => a.or(b),
+            },
+            mcp_startup_timeout_ms: self.mcp_startup_timeout_ms.or(lower.mcp_startup_timeout_ms),
+            mcp_call_timeout_ms: self.mcp_call_timeout_ms.or(lower.mcp_call_timeout_ms),
+            // Instruction files accumulate: the user's first, the project's after them.
+            instructions: match (self.instructions, lower.instructions) {
+                (Some(high), Some(low)) => Some([low, high].concat()),
                 (a, b) => a.or(b),
             },
             webfetch: self.webfetch.or(lower.webfetch),
@@ -542,7 +606,7 @@ impl Config {
     /// Merge environment, project file and user file for a session rooted at `cwd`. Project settings that need
     /// trust are left out unless `trust` says the user trusts them; what they want is returned instead.
     pub fn load(sources: &Sources, cwd: &Path, trust: &Trust) -> Result<Loaded, ConfigError> {
-        let user = match &sources.user_config_home {
+        let mut user = match &sources.user_config_home {
             Some(home) => {
                 let mut layer = Layer::from_file(&home.join("tinycode").join("config.toml"))?;
                 layer.tool_descriptions = tools::read_dir(&home.join("tinycode").join(tools::TOOLS_DIR));
@@ -550,8 +614,14 @@ impl Config {
             }
             None => Layer::default(),
         };
+        if let Some(home) = &sources.user_config_home {
+            user.instructions =
+                user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
+        }
         let (project, untrusted) = Self::project_layer(cwd, trust)?;
-        let project = project.confined();
+        let mut project = project.confined();
+        project.instructions =
+            project.instructions.map(|list| project_instructions(list, cwd, sources.var("HOME")));
         let env = Layer::from_env(sources)?;
         let resolved = providers::resolve(&env, &project, &user, sources).map_err(ConfigError::Providers)?;
         for note in &resolved.notes {
@@ -576,12 +646,14 @@ impl Config {
 
     /// The project's layer: all of it when trusted or harmless, else its harmless part and what the rest wants.
     /// Its tool description files (`.tinycode/tools/*.md`) are prompt text from the repository: they need trust
-    /// like the file's gated settings, as `tools.<name>`.
+    /// like the file's gated settings, as `tools.<name>`. The shell lines of the project's custom commands count as
+    /// gated settings too (`commands.NAME`), so the one trust question covers them and a change to them asks again.
     fn project_layer(cwd: &Path, trust: &Trust) -> Result<(Layer, Option<Request>), ConfigError> {
         let path = Self::project_file(cwd);
         let text = read_optional(&path)?;
         let descriptions = tools::read_dir(&cwd.join(".tinycode").join(tools::TOOLS_DIR));
-        if text.is_none() && descriptions.is_empty() {
+        let commands = command_shell_lines(cwd);
+        if text.is_none() && descriptions.is_empty() && commands.is_empty() {
             return Ok((Layer::default(), None));
         }
         let text = text.unwrap_or_default();
@@ -595,12 +667,18 @@ impl Config {
         gated.extend(
             descriptions.into_iter().map(|(name, text)| (format!("tools.{name}"), toml::Value::String(text))),
         );
+        let file = match (path.exists(), commands.first()) {
+            (true, _) => path.clone(),
+            (false, Some((_, _, first))) => first.clone(),
+            (false, None) => cwd.join(".tinycode").join(tools::TOOLS_DIR),
+        };
+        gated.extend(commands.into_iter().map(|(key, lines, _)| (key, lines)));
+        gated.sort_by(|a, b| a.0.cmp(&b.0));
         if gated.is_empty() {
             return Ok((full, None));
         }
         let project = trust::canonical(cwd);
-        let shown = if path.exists() { path.clone() } else { cwd.join(".tinycode").join(tools::TOOLS_DIR) };
-        let mut request = Request::new(&project, &shown, &gated);
+        let mut request = Request::new(&project, &file, &gated);
         match trust.standing(&project, &request.fingerprint) {
             Standing::Trusted => Ok((full, None)),
             standing => {
@@ -655,6 +733,10 @@ impl Config {
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
             lsp: layer.lsp.unwrap_or_default().resolve(),
+            mcp_servers: layer.mcp.unwrap_or_default(),
+            mcp_startup_timeout: Duration::from_millis(layer.mcp_startup_timeout_ms.unwrap_or(10_000)),
+            mcp_call_timeout: Duration::from_millis(layer.mcp_call_timeout_ms.unwrap_or(120_000)),
+            instructions: layer.instructions.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
             max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
             edit_mode: layer.edit_mode.unwrap_or_default(),
             tool_descriptions: layer.tool_descriptions,
@@ -706,6 +788,59 @@ impl Config {
         self.providers = found;
         self.settle_model();
     }
+}
+
+/// The shell lines of the project's custom commands, as gated settings `commands.NAME` (with the file).
+fn command_shell_lines(cwd: &Path) -> Vec<(String, toml::Value, PathBuf)> {
+    let places = crate::extensions::Places { cwd: cwd.to_path_buf(), home: None, config_home: None };
+    let (commands, _) = crate::extensions::commands::discover(&crate::extensions::command_roots(&places));
+    commands
+        .into_iter()
+        .filter_map(|command| {
+            let lines = crate::extensions::commands::shell_lines(&command.body);
+            (!lines.is_empty()).then(|| {
+                let lines = toml::Value::Array(lines.into_iter().map(toml::Value::String).collect());
+                (format!("commands.{}", command.name), lines, command.path)
+            })
+        })
+        .collect()
+}
+
+/// The user's instruction files as absolute paths: `~/` is the home directory, relative paths start in the
+/// user's tinycode config directory.
+fn user_instructions(list: Vec<String>, dir: &Path, sources: &Sources) -> Vec<String> {
+    list.into_iter()
+        .map(|entry| match (entry.strip_prefix("~/"), sources.var("HOME")) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ => dir.join(&entry),
+        })
+        .map(|path| path.display().to_string())
+        .collect()
+}
+
+/// The project's instruction files as absolute paths. Relative entries must stay inside the project, symlinks
+/// included (anything else needs trust, see `trust::split`); one that escapes is left out with a warning.
+fn project_instructions(list: Vec<String>, cwd: &Path, home: Option<&str>) -> Vec<String> {
+    let root = trust::canonical(cwd);
+    list.into_iter()
+        .filter_map(|entry| {
+            let path = Path::new(&entry);
+            if let (Some(rest), Some(home)) = (entry.strip_prefix("~/"), home) {
+                return Some(Path::new(home).join(rest).display().to_string());
+            }
+            if !trust::inside_project(&entry) {
+                return Some(cwd.join(path).display().to_string());
+            }
+            let joined = cwd.join(path);
+            match std::fs::canonicalize(&joined) {
+                Ok(real) if !real.starts_with(&root) => {
+                    tracing::warn!(file = %joined.display(), "ignoring an instruction file that leads out of the project");
+                    None
+                }
+                _ => Some(joined.display().to_string()),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

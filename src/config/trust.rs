@@ -32,6 +32,8 @@ pub const HARMLESS: &[&str] = &[
     "retry",
     "shell.client_terminals",
     "edit_mode",
+    "mcp_startup_timeout_ms",
+    "mcp_call_timeout_ms",
 ];
 
 /// What each setting that needs trust lets a project do, as the ask words it. Settings of features not built yet
@@ -46,11 +48,17 @@ pub const GATED: &[(&str, &str)] = &[
     ("permission", "add permission rules (they can let commands and edits run without asking)"),
     ("formatters", "run these commands after every file the agent writes"),
     ("data_dir", "keep tinycode's task output in this directory"),
-    ("mcp_servers", "start these MCP servers"),
+    ("mcp", "start these MCP servers (programs on your machine, or services it sends data to)"),
     ("lsp", "start these language servers"),
-    ("commands", "add slash commands that run shell lines"),
+    (
+        "commands",
+        "run these shell lines when you use the project's slash command (each line still asks first)",
+    ),
     ("hooks", "run these hooks"),
-    ("instructions", "load these instruction files into the prompt"),
+    (
+        "instructions",
+        "load these files from outside the project into the prompt (the model may send them on)",
+    ),
     ("tools", "replace what the model is told about this tool (prompt text from the repository)"),
 ];
 
@@ -91,9 +99,39 @@ pub fn split(table: &Table) -> (Table, Vec<(String, Value)>) {
     (harmless, gated)
 }
 
+/// Does an `instructions` entry name a file inside the project (relative, no `..`, no `~`)? Such entries are
+/// harmless: the project's own files. Symlinks are checked when the files are read.
+pub fn inside_project(entry: &str) -> bool {
+    let path = Path::new(entry);
+    !entry.starts_with('~')
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+}
+
+/// `instructions`: the entries inside the project are harmless, the others gated.
+fn split_instructions(value: &Value, harmless: &mut Table, gated: &mut Vec<(String, Value)>) {
+    let Value::Array(entries) = value else {
+        gated.push(("instructions".into(), value.clone()));
+        return;
+    };
+    let (inside, outside): (Vec<Value>, Vec<Value>) =
+        entries.iter().cloned().partition(|e| e.as_str().is_some_and(inside_project));
+    if !inside.is_empty() {
+        harmless.insert("instructions".into(), Value::Array(inside));
+    }
+    if !outside.is_empty() {
+        gated.push(("instructions".into(), Value::Array(outside)));
+    }
+}
+
 fn split_under(table: &Table, prefix: &str, gated: &mut Vec<(String, Value)>) -> Table {
     let mut harmless = Table::new();
     for (key, value) in table {
+        if prefix.is_empty() && key == "instructions" {
+            split_instructions(value, &mut harmless, gated);
+            continue;
+        }
         let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
         let below = format!("{path}.");
         if is_harmless(&path) {

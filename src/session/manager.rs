@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::models::Catalogue;
@@ -186,7 +185,7 @@ impl Manager {
         row: &SessionRow,
         loaded: Loaded,
         conversation: Conversation,
-        mcp_servers: Vec<Value>,
+        declared: Vec<crate::mcp::Declared>,
         seams: Seams,
     ) -> Arc<Session> {
         let Loaded { config, untrusted } = loaded;
@@ -205,10 +204,22 @@ impl Manager {
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
-        // One environment for every command the session runs: bash, tasks and formatters.
+        let link = Arc::new(std::sync::OnceLock::new());
+        let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
+        mcp.set_elicitor(seams.elicitor.clone());
+        mcp.hold();
+        // One environment for every command the session runs: bash, tasks, formatters and MCP servers.
         let environment = Arc::new(Environment::new(&config.env_policy));
+        mcp.set_environment(environment.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
+            mcp,
+            declared: Mutex::new(declared),
+            catalog: Arc::new(std::sync::RwLock::new(crate::extensions::Catalog::default())),
+            advertised: Mutex::new(None),
+            announced: std::sync::atomic::AtomicBool::new(false),
+            pending_notices: Mutex::new(Vec::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
             files: Arc::new({
                 let files = Files::new(
                     seams.roots(&cwd),
@@ -233,7 +244,7 @@ impl Manager {
             catalogue: self.catalogue.clone(),
             cwd: cwd.clone(),
             created_at: row.created_at,
-            registry: self.registry.clone(),
+            registry: Arc::new(self.registry.fork()),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
             settings_sink: Mutex::new(seams.settings.clone()),
@@ -259,7 +270,9 @@ impl Manager {
             subagents: std::sync::OnceLock::new(),
         });
         session.enable_subagents();
-        let _ = mcp_servers;
+        let _ = link.set(Arc::downgrade(&session));
+        session.apply_mcp(&session.config());
+        session.refresh_extensions();
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
         session.watch_models();
@@ -271,7 +284,7 @@ impl Manager {
     pub async fn create(
         &self,
         cwd: &Path,
-        mcp_servers: Vec<Value>,
+        mcp_servers: Vec<crate::mcp::Declared>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
         let loaded = self.load_config(cwd).await?;
@@ -305,12 +318,14 @@ impl Manager {
         self.live(id)
     }
 
-    /// Open a stored session (or take over a live one) for a new connection. Returns the session and, when
-    /// `replay` is set, the events that redraw its conversation.
+    /// Open a stored session (or take over a live one) for a new connection, with the MCP servers the editor
+    /// declares now (`None`: keep those it had). Returns the session and, when `replay` is set, the events that
+    /// redraw its conversation.
     pub async fn open(
         &self,
         id: &str,
         cwd: &Path,
+        declared: Option<Vec<crate::mcp::Declared>>,
         seams: Seams,
         replay: bool,
     ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
@@ -349,10 +364,13 @@ impl Manager {
         if let Some(live) = self.live(id) {
             let seams = Seams { trust: seams.trust.filter(|_| self.ask_trust), ..seams };
             live.rebind(&seams);
+            if let Some(declared) = declared {
+                live.redeclare(declared);
+            }
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
-        let session = self.assemble(&row, loaded, conversation, Vec::new(), seams).await;
+        let session = self.assemble(&row, loaded, conversation, declared.unwrap_or_default(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }
@@ -372,10 +390,11 @@ impl Manager {
         )
     }
 
-    /// Stop a session's work and forget it in memory (it stays stored).
+    /// Stop a session's work, close its MCP servers and forget it in memory (it stays stored).
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
-        if let Some(session) = lock(&self.sessions).remove(id) {
-            session.close();
+        let live = lock(&self.sessions).remove(id);
+        if let Some(session) = live {
+            session.shutdown().await;
             return Ok(());
         }
         match self.store().await?.session(id).await? {
@@ -388,7 +407,7 @@ impl Manager {
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = &live {
-            session.close();
+            session.shutdown().await;
         }
         let existed = self.store().await?.delete_session(id).await?;
         if existed || live.is_some() { Ok(()) } else { Err(SessionError::NotFound(id.to_string())) }
@@ -399,9 +418,7 @@ impl Manager {
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
         // Language servers first, so their polite shutdown is awaited (close would start it in the background).
         futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
-        for session in &sessions {
-            session.close();
-        }
+        futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
         if let Some(Ok(store)) = self.store.get()
             && let Err(e) = store.flush().await
         {

@@ -8,20 +8,22 @@
 
 pub mod agents;
 pub mod commands;
+mod extensions;
 pub mod manager;
 pub mod models;
 pub mod relay;
 pub mod settings;
+mod slash;
 pub mod subagents;
 pub mod trust;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::event::CompactionStatus;
+use crate::agent::event::{CommandInfo, CompactionStatus};
 use crate::agent::journal::Journal;
 use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink, StopReason, Turn, TurnError};
 use crate::bus::{Bus, Event};
@@ -29,8 +31,10 @@ use crate::config::Config;
 use crate::config::Sources;
 use crate::config::trust::{Request, Trust};
 use crate::control::{Asker, Control, Todo};
+use crate::extensions::Catalog;
 use crate::llm::{ModelClient, UserPart};
 use crate::lsp;
+use crate::mcp::{Elicitor, Servers};
 use crate::permission::{self, Approver};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
@@ -38,8 +42,6 @@ use crate::store::Store;
 use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
 use crate::workspace::files::{ClientFs, Files};
-pub use commands::COMMANDS;
-use commands::Command;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 pub use trust::{TrustAnswer, TrustAsker};
@@ -64,6 +66,8 @@ pub struct Seams {
     pub asker: Option<Arc<dyn Asker>>,
     /// How the user is asked to trust a project; `None` never asks (its settings that need trust stay ignored).
     pub trust: Option<Arc<dyn TrustAsker>>,
+    /// The editor's form for MCP servers' questions; `None` declines them.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
     /// The editor's `additionalDirectories`: absolute roots the file tools treat as inside, like the
     /// session's own directory.
     pub additional_directories: Vec<PathBuf>,
@@ -110,7 +114,19 @@ pub struct Session {
     config: Mutex<Arc<Config>>,
     created_at: i64,
     model: Mutex<Arc<dyn ModelClient>>,
+    /// The built-in tools plus this session's MCP tools and `skill`.
     registry: Arc<Registry>,
+    mcp: Arc<Servers>,
+    /// The MCP servers the editor declared (config servers are added from the configuration).
+    declared: Mutex<Vec<crate::mcp::Declared>>,
+    /// Skills and custom commands, rediscovered before each prompt.
+    catalog: Arc<RwLock<Catalog>>,
+    /// The commands last advertised, and whether the editor may hear about the session yet (after its answer).
+    advertised: Mutex<Option<Vec<CommandInfo>>>,
+    announced: AtomicBool,
+    /// Notices held until the editor knows the session, and problems already reported (each once).
+    pending_notices: Mutex<Vec<(String, String)>>,
+    reported: Mutex<std::collections::HashSet<String>>,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
     tasks: Arc<Tasks>,
@@ -174,6 +190,7 @@ impl Session {
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();
         self.control.set_asker(seams.asker.clone());
+        self.mcp.set_elicitor(seams.elicitor.clone());
     }
 
     /// The configuration as it stands.
@@ -318,24 +335,8 @@ impl Session {
             return Ok(StopReason::Cancelled);
         }
         self.apply_trust();
-        let (config, model) = (self.config(), lock(&self.model).clone());
-        let result = match commands::parse(&input) {
-            Some(Command::Compact) => {
-                let turn = self.turn(&config, model.as_ref(), &self.settings(), cancel.clone());
-                Ok(self.compact_command(turn, &mut conversation, &cancel).await)
-            }
-            Some(Command::Permissions(args)) => {
-                let reply = commands::permissions(self.perms.remembered(), &args).await;
-                self.reply(&reply);
-                Ok(StopReason::EndTurn)
-            }
-            _ => {
-                self.name_from(&input);
-                let settings = self.settings();
-                let turn = self.turn(&config, model.as_ref(), &settings, cancel.clone());
-                turn.run(&mut conversation, input, blocks).await
-            }
-        };
+        self.refresh_extensions();
+        let result = self.dispatch(&mut conversation, input, blocks, &cancel).await;
         // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
         self.settle_children().await;
         // Text the sink may still hold goes out before the prompt is answered.
@@ -391,6 +392,8 @@ impl Session {
                 Some(store) => self.ancestors.iter().map(|id| Journal::new(store.clone(), id)).collect(),
                 None => Vec::new(),
             },
+            mcp: Some(self.mcp.clone()),
+            extras: Arc::new(self.extras(config)),
         }
     }
 
@@ -479,6 +482,12 @@ impl Session {
     /// Shut the session's language servers down and wait until they are gone (process exit).
     pub async fn stop_servers(&self) {
         self.lsp.shutdown().await;
+    }
+
+    /// Close the session and its MCP servers (each within about two seconds, all at once).
+    pub async fn shutdown(&self) {
+        self.close();
+        self.mcp.close().await;
     }
 
     /// A copy of the conversation history (for tests and diagnostics).

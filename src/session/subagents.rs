@@ -403,6 +403,15 @@ impl Session {
             agents: self.agents.clone(),
             children: Arc::default(),
             subagents: std::sync::OnceLock::new(),
+            // The child uses its parent's MCP tools (those its agent may) and has no servers or commands of its
+            // own; it never announces anything to the editor (its events go through the relay).
+            mcp: crate::mcp::Servers::new(self.cwd.clone(), Arc::new(|_| {})),
+            declared: Mutex::new(Vec::new()),
+            catalog: self.catalog.clone(),
+            advertised: Mutex::new(None),
+            announced: std::sync::atomic::AtomicBool::new(false),
+            pending_notices: Mutex::new(Vec::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
         });
         child.enable_subagents();
         let job = Arc::new(Job {

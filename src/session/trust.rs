@@ -100,11 +100,12 @@ impl Session {
         self.reconfigure(config);
     }
 
-    /// Use `config` from now on: provider, permission rules and formatters. The mode and model of this session
+    /// Use `config` from now on: provider, permission rules, formatters and MCP servers. The mode and model of this session
     /// stay as they are (`default_mode` and `model` are for new sessions).
     fn reconfigure(&self, config: Config) {
         self.perms.set_config_rules(config.permission_rules.clone());
         self.files.set_formatters(config.formatters.clone());
+        self.apply_mcp(&config);
         *lock(&self.model) = Arc::new(Router::new(&config));
         if self.config().providers != config.providers {
             let lists = self.catalogue.for_config(&config, &self.bus);

@@ -254,6 +254,13 @@ fn start(
         .spawn()
 }
 
+/// Track a process group this process created elsewhere (an MCP server), so exit and panic kill it too; dropping
+/// the returned [`Group`] kills whatever is left of it.
+pub fn track(pgid: i32) -> Group {
+    groups().insert(pgid);
+    Group { pgid, supervised: false, reaped: AtomicBool::new(false) }
+}
+
 /// Exit status as (code, signal).
 pub fn exit_parts(status: std::process::ExitStatus) -> (Option<i32>, Option<i32>) {
     use std::os::unix::process::ExitStatusExt;

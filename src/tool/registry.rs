@@ -45,6 +45,26 @@ impl Registry {
         }
     }
 
+    /// Remove the tool `id` (a session's MCP server withdrew it). Returns whether it was there.
+    pub fn unregister(&self, id: &str) -> bool {
+        let mut defs = match self.defs.write() {
+            Ok(defs) => defs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let before = defs.len();
+        defs.retain(|d| d.id != id);
+        defs.len() != before
+    }
+
+    /// A registry with the same tools, which can then change on its own (a session's, with its MCP tools).
+    pub fn fork(&self) -> Registry {
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Registry { defs: RwLock::new(self.read_defs().clone()), only_in: RwLock::new(only_in) }
+    }
+
     /// A registry with only the tools `keep` accepts (and `invalid`, which answers unknown names), in the same
     /// order. Subagents get one: a tool left out is unknown to them, whatever they call.
     pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Registry {

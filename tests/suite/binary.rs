@@ -502,3 +502,40 @@ async fn commands_never_see_provider_keys_or_secret_looking_variables() {
         assert!(!seen.contains(secret), "{secret} leaked: {seen}");
     }
 }
+
+#[tokio::test]
+async fn the_binary_runs_the_editors_mcp_server_without_provider_keys_and_leaves_nothing_behind_on_exit() {
+    use crate::support::client::{Answer, TestClient};
+    let env = Env::new();
+    let model = FakeModel::start(vec![
+        calls(&[("p", "mcp__fx__pid", "{}")]),
+        calls(&[("k", "mcp__fx__env", r#"{"name": "TINYCODE_API_KEY"}"#)]),
+        calls(&[("g", "mcp__fx__env", r#"{"name": "FX_TOKEN"}"#)]),
+        answer(&["ok"]),
+    ])
+    .await;
+    let mut child = env.command(&model, &["acp"]).spawn().unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let client = TestClient::over(stdin, stdout, None).await;
+    client.initialize(acp::ClientCapabilities::new()).await;
+    client.answer_permissions(&[
+        Answer::Pick(acp::PermissionOptionKind::AllowOnce),
+        Answer::Pick(acp::PermissionOptionKind::AllowAlways),
+    ]);
+    let server = crate::support::mcp::stdio("fx", &["--ignore-eof"], &[("FX_TOKEN", "given")]);
+    let session = client.new_session_with(&env.cwd(), vec![server]).await;
+    client.prompt(&session, "which pid?").await.unwrap();
+    let result = super::turn::tool_result(&model.messages(1), "p");
+    let pids: Vec<i32> = result.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(pids.len(), 2, "{result}");
+    assert!(pids.iter().all(|pid| tinycode::shell::process::running(*pid)));
+    assert_eq!(
+        super::turn::tool_result(&model.messages(2), "k"),
+        "(unset)",
+        "the provider key stays with tinycode"
+    );
+    assert_eq!(super::turn::tool_result(&model.messages(3), "g"), "given", "the server's own env is passed");
+    client.close().await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+}

@@ -392,6 +392,14 @@ impl TestClient {
         Ok(response.session_id)
     }
 
+    /// A new session with the MCP servers an editor declares.
+    pub async fn new_session_with(&self, cwd: &Path, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.call(acp::NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(servers))
+            .await
+            .unwrap()
+            .session_id
+    }
+
     pub async fn prompt_blocks(
         &self,
         session: &acp::SessionId,
@@ -557,14 +565,14 @@ pub struct Setup {
     pub trusted: bool,
     /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
     pub user_provider: bool,
-    /// Other files of the project (relative path, text), written before the agent starts.
-    pub project_files: Vec<(String, String)>,
     /// More lines for the user's config file (`{base_url}` stands for the fake model's URL).
     pub user_config: String,
     /// Environment changes: a value, or `None` to remove the variable.
     pub env: Vec<(String, Option<String>)>,
     /// Probe these loopback targets when nothing is configured (default: a port nothing listens on).
     pub targets: Vec<tinycode::llm::detect::Target>,
+    /// Files of the project, written before the agent starts (relative path, text).
+    pub files: Vec<(String, String)>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -595,17 +603,16 @@ impl Setup {
             capabilities: acp::ClientCapabilities::new(),
             trusted: false,
             user_provider: false,
-            project_files: Vec::new(),
             user_config: String::new(),
             env: Vec::new(),
             targets: Vec::new(),
+            files: Vec::new(),
         }
     }
 
     /// Write `text` to `rel` in the project before the agent starts (and before `trusted` trusts it).
-    pub fn project_file(mut self, rel: &str, text: &str) -> Self {
-        self.project_files.push((rel.to_string(), text.to_string()));
-        self
+    pub fn project_file(self, rel: &str, text: &str) -> Self {
+        self.file(rel, text)
     }
 
     /// Add lines to the user's config file (`{base_url}` stands for the fake model's URL).
@@ -629,6 +636,12 @@ impl Setup {
     /// Probe these loopback targets when nothing is configured.
     pub fn probes(mut self, targets: Vec<tinycode::llm::detect::Target>) -> Self {
         self.targets = targets;
+        self
+    }
+
+    /// A project file written before the agent starts (and before `trusted` takes the project's settings).
+    pub fn file(mut self, rel: &str, text: &str) -> Self {
+        self.files.push((rel.to_string(), text.to_string()));
         self
     }
 
@@ -681,14 +694,14 @@ impl Setup {
             ),
         )
         .unwrap();
-        if !self.project_config.is_empty() {
-            std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
-            std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
-        }
-        for (rel, text) in &self.project_files {
+        for (rel, text) in &self.files {
             let path = cwd.join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
+        }
+        if !self.project_config.is_empty() {
+            std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
+            std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
         }
         let mut sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
         for (name, value) in &self.env {
@@ -755,6 +768,21 @@ impl Harness {
 
     pub async fn session(&self) -> acp::SessionId {
         self.client.new_session(&self.cwd).await
+    }
+
+    /// A session with these MCP servers, as an editor declares them.
+    pub async fn session_with(&self, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.client.new_session_with(&self.cwd, servers).await
+    }
+
+    /// The user's config directory (`$XDG_CONFIG_HOME`).
+    pub fn config_home(&self) -> PathBuf {
+        self.root.path().join("config")
+    }
+
+    /// The home directory the agent sees (`$HOME`).
+    pub fn home(&self) -> PathBuf {
+        self.data.clone()
     }
 
     /// The text of every agent message chunk of `session`, in order.

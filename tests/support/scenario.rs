@@ -446,7 +446,9 @@ impl Recorder {
                 if let Some((_, base)) = CAPTURED.iter().find(|(k, _)| *k == key) {
                     return self.name_for(base, s, vars);
                 }
-                if ANY.contains(&key) || (key == "version" && parent == "agentInfo") {
+                // The agent's own path (a terminal sign-in method runs it) differs per machine.
+                let agent_path = s.as_str() == env!("CARGO_BIN_EXE_tinycode");
+                if agent_path || ANY.contains(&key) || (key == "version" && parent == "agentInfo") {
                     return json!("<any>");
                 }
                 let mut s = s.clone();

@@ -1,37 +1,9 @@
-//! Slash commands a session answers instead of the model: `/compact`, and `/permissions` to list the project's
-//! remembered "always" rules and revoke them (`/permissions revoke N`, `/permissions clear`).
+//! `/permissions`: list the project's remembered "always" rules and revoke them (`/permissions revoke N`,
+//! `/permissions clear`).
 //!
-//! Owns parsing and the texts of the answers. Compaction itself belongs to the turn.
+//! Owns the texts of the answers.
 
-use crate::llm::UserPart;
 use crate::permission::remembered::Remembered;
-
-/// The commands as advertised: name, description, input hint.
-pub const COMMANDS: [(&str, &str, Option<&str>); 2] = [
-    ("compact", "Summarise older messages to free up the context window", None),
-    (
-        "permissions",
-        "List the permissions remembered for this project; `revoke N` or `clear` forgets them",
-        Some("revoke N | clear"),
-    ),
-];
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    Compact,
-    Permissions(Vec<String>),
-}
-
-/// The command a prompt invokes, if it is one: a single text block starting with `/` and a known name.
-pub fn parse(input: &[UserPart]) -> Option<Command> {
-    let [UserPart::Text(text)] = input else { return None };
-    let mut words = text.trim().strip_prefix('/')?.split_whitespace();
-    match words.next()? {
-        "compact" => Some(Command::Compact),
-        "permissions" => Some(Command::Permissions(words.map(String::from).collect())),
-        _ => None,
-    }
-}
 
 fn listing(remembered: &Remembered) -> String {
     let rules = remembered.list();
@@ -88,22 +60,6 @@ pub async fn permissions(remembered: &Remembered, args: &[String]) -> String {
 mod tests {
     use super::*;
     use crate::permission::{Action, Rule};
-
-    fn text(t: &str) -> Vec<UserPart> {
-        vec![UserPart::Text(t.into())]
-    }
-
-    #[test]
-    fn only_known_slash_commands_in_a_lone_text_block_are_commands() {
-        assert_eq!(parse(&text(" /compact ")), Some(Command::Compact));
-        assert_eq!(
-            parse(&text("/permissions revoke 2")),
-            Some(Command::Permissions(vec!["revoke".into(), "2".into()]))
-        );
-        assert_eq!(parse(&text("/unknown")), None);
-        assert_eq!(parse(&text("compact")), None);
-        assert_eq!(parse(&[UserPart::Text("/compact".into()), UserPart::Text("more".into())]), None);
-    }
 
     #[tokio::test]
     async fn permissions_lists_numbered_rules_and_revokes_by_number() {

@@ -44,6 +44,9 @@ async fn main() {
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
         terminals: None,
         control: Default::default(),
+        diagnostics: None,
+        subagents: None,
+        edit_mode: Default::default(),
     };
     const RUNS: usize = 200;
     let mut raw = Vec::new();

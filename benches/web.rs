@@ -123,8 +123,11 @@ async fn main() {
         )),
         plan: None,
         tasks: Arc::new(Tasks::new(dir.path().join("tasks"))),
+        diagnostics: None,
         terminals: None,
         control: Default::default(),
+        subagents: None,
+        edit_mode: Default::default(),
     };
     let fetch = |n: usize| json!({"url": server.url(&format!("/guide?run={n}"))});
 

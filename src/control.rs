@@ -7,6 +7,7 @@
 //! [`Asker`], [`Jobs`]). Must not know how the session persists or how the editor asks.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use futures::future::BoxFuture;
@@ -40,6 +41,9 @@ pub struct Todo {
     pub status: TodoStatus,
     #[serde(default)]
     pub priority: Priority,
+    /// The step in the present continuous ("Adding the login form"), shown while it is in progress.
+    #[serde(default, rename = "activeForm", alias = "active_form", skip_serializing_if = "Option::is_none")]
+    pub active_form: Option<String>,
 }
 
 /// Called with the whole list after every change (to save it and show it).
@@ -135,6 +139,10 @@ pub struct Control {
     jobs: RwLock<Option<Arc<dyn Jobs>>>,
     /// Bumped (with why) whenever the user sends something while a turn runs; `sleep` wakes on it.
     wakes: tokio::sync::watch::Sender<(u64, &'static str)>,
+    /// Files the session's tools changed, counted.
+    edits: AtomicU64,
+    /// `edits` when the current list got its first unfinished item.
+    edits_at_list_start: AtomicU64,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -171,10 +179,24 @@ impl Control {
     /// Replace the whole list, announce it, and return the list it replaced.
     pub fn set_todos(&self, todos: Vec<Todo>) -> Vec<Todo> {
         let previous = std::mem::replace(&mut *lock(&self.todos), todos.clone());
+        let unfinished = |list: &[Todo]| list.iter().any(|t| t.status != TodoStatus::Done);
+        if !unfinished(&previous) && unfinished(&todos) {
+            self.edits_at_list_start.store(self.edits.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
         if let Some(hook) = read(&self.on_todos) {
             hook(&todos);
         }
         previous
+    }
+
+    /// A tool changed a file.
+    pub fn note_edit(&self) {
+        self.edits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Files changed since the current to-do list got its first unfinished item.
+    pub fn edits_since_list_start(&self) -> u64 {
+        self.edits.load(Ordering::Relaxed).saturating_sub(self.edits_at_list_start.load(Ordering::Relaxed))
     }
 
     pub fn on_todos(&self, hook: TodoHook) {
@@ -255,14 +277,24 @@ mod tests {
     fn todo_items_accept_common_synonyms_and_default_to_normal_priority() {
         let items: Vec<Todo> = serde_json::from_value(serde_json::json!([
             {"content": "a", "status": "completed", "priority": "medium"},
-            {"content": "b", "status": "in_progress"},
+            {"content": "b", "status": "in_progress", "activeForm": "Doing b"},
         ]))
         .unwrap();
         assert_eq!(
             items,
             vec![
-                Todo { content: "a".into(), status: TodoStatus::Done, priority: Priority::Normal },
-                Todo { content: "b".into(), status: TodoStatus::InProgress, priority: Priority::Normal },
+                Todo {
+                    content: "a".into(),
+                    status: TodoStatus::Done,
+                    priority: Priority::Normal,
+                    active_form: None
+                },
+                Todo {
+                    content: "b".into(),
+                    status: TodoStatus::InProgress,
+                    priority: Priority::Normal,
+                    active_form: Some("Doing b".into())
+                },
             ]
         );
     }
@@ -273,10 +305,22 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
         control.on_todos(Arc::new(move |todos| sink.lock().unwrap().push(todos.len())));
-        let item = Todo { content: "x".into(), status: TodoStatus::Pending, priority: Priority::High };
+        let item = Todo {
+            content: "x".into(),
+            status: TodoStatus::Pending,
+            priority: Priority::High,
+            active_form: None,
+        };
         assert_eq!(control.set_todos(vec![item.clone()]), vec![]);
-        assert_eq!(control.set_todos(vec![]), vec![item]);
+        assert_eq!(control.set_todos(vec![]), vec![item.clone()]);
         assert_eq!(*seen.lock().unwrap(), vec![1, 0]);
+        control.set_todos(vec![]);
+        control.note_edit();
+        assert_eq!(control.edits_since_list_start(), 1);
+        control.set_todos(vec![item.clone()]);
+        assert_eq!(control.edits_since_list_start(), 0, "a new list starts counting afresh");
+        control.note_edit();
+        assert_eq!(control.edits_since_list_start(), 1);
         control.request_switch("plan");
         assert_eq!(control.take_switch(), Some("plan".into()));
         assert_eq!(control.take_switch(), None);

@@ -41,7 +41,7 @@ impl Location {
 }
 
 /// One piece of content shown in a tool call card.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Content {
     /// Plain or Markdown text.
     Text(String),
@@ -49,6 +49,8 @@ pub enum Content {
     Diff { path: PathBuf, old_text: Option<String>, new_text: String },
     /// A terminal the editor owns (created through the editor's terminal methods), shown live.
     Terminal(String),
+    /// An image (base64 data), as an MCP tool returned it.
+    Image { data: String, mime_type: String },
 }
 
 /// How a tool call with given arguments is presented, before it runs.

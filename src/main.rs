@@ -72,7 +72,9 @@ fn supervisor_executable() -> Option<PathBuf> {
 
 async fn dispatch(cli: Cli) -> Exit {
     match cli.command {
-        Command::Acp => serve_stdio().await,
+        // `--setup`: the terminal sign-in an editor runs (its configured command plus this argument).
+        Command::Acp(args) if args.setup => setup().await,
+        Command::Acp(_) => serve_stdio().await,
         Command::Run(args) => run(args).await,
         Command::Sessions(args) => sessions(args).await,
         Command::Export(args) => export(args).await,
@@ -82,6 +84,8 @@ async fn dispatch(cli: Cli) -> Exit {
             let options = acp::serve::Options { listen: args.listen, allow_remote: args.allow_remote };
             acp::serve::command(options).await
         }
+        Command::Setup => setup().await,
+        Command::Doctor(args) => doctor(args).await,
         Command::Completions(args) => {
             let mut out = Vec::new();
             cli::completions(args.shell, &mut out);
@@ -227,5 +231,24 @@ fn trust(args: cli::TrustArgs) -> Exit {
             Exit::Done
         }
         Err(e) => fail(Exit::Failed, &e.to_string()),
+    }
+}
+
+/// `tinycode setup`: the interactive sign-in (also what editors run as their terminal auth method).
+async fn setup() -> Exit {
+    exit_of(tinycode::setup::command(Sources::from_process()).await)
+}
+
+/// `tinycode doctor [--cwd DIR]`: the effective configuration and a check of every provider.
+async fn doctor(args: cli::DoctorArgs) -> Exit {
+    let cwd = args.cwd.unwrap_or_else(|| PathBuf::from("."));
+    exit_of(tinycode::setup::doctor::command(Sources::from_process(), &cwd).await)
+}
+
+fn exit_of(code: u8) -> Exit {
+    match code {
+        0 => Exit::Done,
+        2 => Exit::Usage,
+        _ => Exit::Failed,
     }
 }

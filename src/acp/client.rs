@@ -7,10 +7,13 @@ use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema as acp;
 use futures::future::BoxFuture;
+use std::sync::{Arc, Mutex};
 
+use super::coalesce::{self, Held, Pushed};
 use super::convert;
 use super::render::Renderer;
 use crate::agent::{AgentEvent, EventSink};
+use crate::display::Content;
 use crate::permission::{Approver, Ask, Category, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
@@ -24,6 +27,15 @@ pub struct SessionClient {
     /// What the client declared in `initialize`.
     pub(super) capabilities: acp::ClientCapabilities,
     renderer: std::sync::Mutex<Renderer>,
+    /// Streamed text waiting to go out as one update (see `coalesce`).
+    held: Arc<Mutex<Held>>,
+}
+
+fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+    match held.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
 }
 
 /// Does the client ask for Zed's terminal `_meta` extension?
@@ -40,9 +52,17 @@ impl SessionClient {
         cwd: std::path::PathBuf,
     ) -> Self {
         let compaction = capabilities.session.as_ref().is_some_and(|s| s.compaction.is_some());
-        let renderer =
-            std::sync::Mutex::new(Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd));
-        Self { cx, session_id: acp::SessionId::from(session_id.to_string()), capabilities, renderer }
+        let notices = capabilities.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let renderer = std::sync::Mutex::new(
+            Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd).with_notices(notices),
+        );
+        Self {
+            cx,
+            session_id: acp::SessionId::from(session_id.to_string()),
+            capabilities,
+            renderer,
+            held: Arc::default(),
+        }
     }
 
     /// Commands may run in the editor's terminals: it offers them and does not prefer the `_meta` stream.
@@ -63,14 +83,69 @@ impl SessionClient {
     }
 }
 
-impl EventSink for SessionClient {
-    fn emit(&self, event: AgentEvent) {
+impl SessionClient {
+    fn render_and_send(&self, event: AgentEvent) {
         let updates = match self.renderer.lock() {
             Ok(mut renderer) => renderer.render(event),
             Err(poisoned) => poisoned.into_inner().render(event),
         };
         for update in updates {
             self.send(update);
+        }
+    }
+
+    /// Flush hold number `generation` after [`coalesce::HOLD`] unless something flushed it first. Without a
+    /// runtime (nothing could flush later) the text goes out now.
+    fn flush_later(&self, held: &mut Held, generation: u64) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            if let Some(event) = held.take() {
+                self.render_and_send(event);
+            }
+            return;
+        };
+        let (shared, cx, session_id) = (self.held.clone(), self.cx.clone(), self.session_id.clone());
+        runtime.spawn(async move {
+            tokio::time::sleep(coalesce::HOLD).await;
+            let mut held = lock(&shared);
+            // Chunks render the same for every client: no renderer state is needed.
+            for update in held.take_if(generation).map(convert::update).unwrap_or_default() {
+                if let Err(e) =
+                    cx.send_notification(acp::SessionNotification::new(session_id.clone(), update))
+                {
+                    tracing::debug!(error = %e, "session/update not sent (connection closing)");
+                }
+            }
+        });
+    }
+}
+
+impl EventSink for SessionClient {
+    /// Streamed text is held briefly and joined (`coalesce`); anything else first sends the held text, so the
+    /// order of updates is the order of events. The lock is held while sending for the same reason.
+    fn emit(&self, event: AgentEvent) {
+        let mut held = lock(&self.held);
+        match held.push(event) {
+            Pushed::Joined => {}
+            Pushed::Started { flushed, generation } => {
+                if let Some(event) = flushed {
+                    self.render_and_send(event);
+                }
+                self.flush_later(&mut held, generation);
+            }
+            Pushed::Full(event) => {
+                let text = matches!(event, AgentEvent::MessageChunk { .. } | AgentEvent::ThoughtChunk { .. });
+                if !text && let Some(earlier) = held.take() {
+                    self.render_and_send(earlier);
+                }
+                self.render_and_send(event);
+            }
+        }
+    }
+
+    fn flush(&self) {
+        let mut held = lock(&self.held);
+        if let Some(event) = held.take() {
+            self.render_and_send(event);
         }
     }
 }
@@ -128,8 +203,13 @@ fn ask_tool_call(ask: &Ask) -> acp::ToolCallUpdate {
     if !p.locations.is_empty() {
         fields = fields.locations(convert::locations(&p.locations));
     }
-    if !p.content.is_empty() {
-        fields = fields.content(convert::contents(&p.content));
+    // Diffs are already on the tool call the editor has (sent before the ask): the ask refers to that call
+    // instead of sending a file's text again, and carries only its notes. An ask without content leaves the
+    // card's content as it is (ACP keeps content an update leaves out).
+    let notes: Vec<Content> =
+        p.content.iter().filter(|c| !matches!(c, Content::Diff { .. })).cloned().collect();
+    if !notes.is_empty() {
+        fields = fields.content(convert::contents(&notes));
     }
     acp::ToolCallUpdate::new(ask.call_id.clone(), fields)
 }

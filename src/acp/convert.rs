@@ -42,7 +42,27 @@ pub fn content(content: &Content) -> acp::ToolCallContent {
             acp::Diff::new(path.clone(), new_text.clone()).old_text(old_text.clone()),
         ),
         Content::Terminal(id) => acp::ToolCallContent::Terminal(acp::Terminal::new(id.clone())),
+        Content::Image { data, mime_type } => acp::ToolCallContent::Content(acp::Content::new(
+            acp::ContentBlock::Image(acp::ImageContent::new(data.clone(), mime_type.clone())),
+        )),
     }
+}
+
+/// The slash commands as advertised.
+pub fn commands(list: &[crate::agent::event::CommandInfo]) -> acp::AvailableCommandsUpdate {
+    let commands = list
+        .iter()
+        .map(|c| {
+            let command = acp::AvailableCommand::new(c.name.clone(), c.description.clone());
+            match &c.hint {
+                Some(hint) => command.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(hint.clone()),
+                )),
+                None => command,
+            }
+        })
+        .collect();
+    acp::AvailableCommandsUpdate::new(commands)
 }
 
 pub fn contents(items: &[Content]) -> Vec<acp::ToolCallContent> {
@@ -68,6 +88,26 @@ pub fn user_message(message_id: &str, blocks: &serde_json::Value) -> Vec<acp::Se
 
 /// The `session/update`s for one agent event. Compactions are rendered by the caller, which knows whether the
 /// client takes `compaction_update`.
+/// A subagent's update shown at the top level: tagged with the `task` call it belongs to.
+pub fn lifted(update: acp::SessionUpdate, parent_call_id: &str) -> acp::SessionUpdate {
+    let tag = |meta: Option<acp::Meta>| {
+        let mut meta = meta.unwrap_or_default();
+        meta.insert("tinycode".into(), serde_json::json!({"parentToolCallId": parent_call_id}));
+        meta
+    };
+    match update {
+        acp::SessionUpdate::ToolCall(call) => {
+            let meta = tag(call.meta.clone());
+            acp::SessionUpdate::ToolCall(call.meta(meta))
+        }
+        acp::SessionUpdate::ToolCallUpdate(call) => {
+            let meta = tag(call.meta.clone());
+            acp::SessionUpdate::ToolCallUpdate(call.meta(meta))
+        }
+        other => other,
+    }
+}
+
 pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
     vec![match event {
         AgentEvent::UserMessage { message_id, blocks } => return user_message(&message_id, &blocks),
@@ -78,6 +118,22 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
             acp::SessionUpdate::UsageUpdate(acp::UsageUpdate::new(used, size))
         }
         AgentEvent::Plan { items } => acp::SessionUpdate::Plan(plan(&items)),
+        AgentEvent::SubagentProgress { call_id, child_session_id, agent, depth, lines } => {
+            let meta =
+                serde_json::json!({"childSessionId": child_session_id, "depth": depth, "agent": agent});
+            let mut tinycode = acp::Meta::new();
+            tinycode.insert("tinycode".into(), meta);
+            acp::SessionUpdate::ToolCallUpdate(
+                acp::ToolCallUpdate::new(
+                    call_id,
+                    acp::ToolCallUpdateFields::new().content(vec![content(&Content::Text(lines.join("\n")))]),
+                )
+                .meta(tinycode),
+            )
+        }
+        AgentEvent::Lifted { parent_call_id, event } => {
+            return update(*event).into_iter().map(|u| lifted(u, &parent_call_id)).collect();
+        }
         AgentEvent::Compaction { compaction_id, status, summary } => {
             let text = match (status, summary) {
                 (crate::agent::event::CompactionStatus::Started, _) => {
@@ -96,10 +152,15 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
         AgentEvent::MessageChunk { message_id, text } => {
             acp::SessionUpdate::AgentMessageChunk(chunk(message_id, text))
         }
+        AgentEvent::Commands(list) => acp::SessionUpdate::AvailableCommandsUpdate(commands(&list)),
+        AgentEvent::Notice { title, description } => acp::SessionUpdate::AgentMessageChunk(chunk(
+            format!("notice_{}", uuid::Uuid::new_v4().simple()),
+            format!("\n\n> **{title}**\n> {}\n\n", description.replace('\n', "\n> ")),
+        )),
         AgentEvent::ThoughtChunk { message_id, text } => {
             acp::SessionUpdate::AgentThoughtChunk(chunk(message_id, text))
         }
-        AgentEvent::Notice { message_id, text, meta } => {
+        AgentEvent::Aside { message_id, text, meta } => {
             let mut extension = acp::Meta::new();
             extension.insert(super::META_KEY.to_string(), meta);
             acp::SessionUpdate::AgentMessageChunk(chunk(message_id, text).meta(extension))
@@ -113,6 +174,16 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
                 .content(contents(&presentation.content))
                 .raw_input(raw_input);
             acp::SessionUpdate::ToolCall(call)
+        }
+        AgentEvent::ToolCallRevised { call_id, presentation } => {
+            let mut fields = acp::ToolCallUpdateFields::new()
+                .title(presentation.title)
+                .kind(kind(presentation.kind))
+                .content(contents(&presentation.content));
+            if !presentation.locations.is_empty() {
+                fields = fields.locations(locations(&presentation.locations));
+            }
+            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
         }
         AgentEvent::ToolCallRunning { call_id } => {
             acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
@@ -130,20 +201,36 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
             acp::ToolCallUpdate::new(call_id, acp::ToolCallUpdateFields::new().content(contents(&items))),
         ),
         AgentEvent::ToolCallFinished { call_id, status, output, display, locations: locs, raw_output } => {
-            let status = match status {
-                ToolStatus::Completed => acp::ToolCallStatus::Completed,
-                ToolStatus::Failed => acp::ToolCallStatus::Failed,
-            };
-            let shown =
-                if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
-            let mut fields =
-                acp::ToolCallUpdateFields::new().status(status).content(shown).raw_output(raw_output);
-            if !locs.is_empty() {
-                fields = fields.locations(locations(&locs));
-            }
-            acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
+            finished(call_id, status, output, display, locs, raw_output, true)
         }
     }]
+}
+
+/// The update that completes a call; without `content` when the card already shows what the result would
+/// (ACP keeps content an update leaves out).
+pub fn finished(
+    call_id: String,
+    status: ToolStatus,
+    output: String,
+    display: Vec<Content>,
+    locs: Vec<Location>,
+    raw_output: serde_json::Value,
+    with_content: bool,
+) -> acp::SessionUpdate {
+    let status = match status {
+        ToolStatus::Completed => acp::ToolCallStatus::Completed,
+        ToolStatus::Failed => acp::ToolCallStatus::Failed,
+    };
+    let mut fields = acp::ToolCallUpdateFields::new().status(status).raw_output(raw_output);
+    if with_content {
+        let shown =
+            if display.is_empty() { vec![content(&Content::Text(output))] } else { contents(&display) };
+        fields = fields.content(shown);
+    }
+    if !locs.is_empty() {
+        fields = fields.locations(locations(&locs));
+    }
+    acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(call_id, fields))
 }
 
 /// A plan update from the to-do list (`done` → completed, `normal` → medium).
@@ -164,7 +251,13 @@ pub fn plan(items: &serde_json::Value) -> acp::Plan {
                 _ => acp::PlanEntryStatus::Pending,
             };
             let content = item.get("content").and_then(serde_json::Value::as_str).unwrap_or("");
-            acp::PlanEntry::new(content, priority, status)
+            // While an item runs, the editor shows what is happening ("Adding the form").
+            let active = item.get("activeForm").and_then(serde_json::Value::as_str).filter(|a| !a.is_empty());
+            let shown = match (&status, active) {
+                (acp::PlanEntryStatus::InProgress, Some(active)) => active,
+                _ => content,
+            };
+            acp::PlanEntry::new(shown, priority, status)
         })
         .collect();
     acp::Plan::new(entries)

@@ -17,7 +17,7 @@ use super::client::SessionClient;
 use super::{State, convert, prompt};
 use crate::session::manager::SessionError;
 use crate::session::settings::{MODE_OPTION, Mode};
-use crate::session::{COMMANDS, Seams, Session};
+use crate::session::{Seams, Session};
 
 fn error(e: SessionError) -> Error {
     match &e {
@@ -86,27 +86,11 @@ fn seams(
             terminals,
             asker: Some(client.clone()),
             trust: Some(client.clone()),
+            elicitor: if super::mcp::elicits(&client.capabilities) { Some(client.clone()) } else { None },
             additional_directories: additional.to_vec(),
         },
         client,
     )
-}
-
-/// The slash commands, sent after the session's answer (Zed drops updates for sessions it does not know yet).
-fn advertise_commands(client: &SessionClient) {
-    let commands = COMMANDS
-        .iter()
-        .map(|(name, description, hint)| {
-            let command = acp::AvailableCommand::new(*name, *description);
-            match hint {
-                Some(hint) => command.input(acp::AvailableCommandInput::Unstructured(
-                    acp::UnstructuredCommandInput::new(*hint),
-                )),
-                None => command,
-            }
-        })
-        .collect();
-    client.send(acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(commands)));
 }
 
 fn state_of(session: &Session) -> (acp::SessionModeState, Vec<acp::SessionConfigOption>) {
@@ -122,14 +106,11 @@ pub async fn new_session(
     if let Err(e) = check_cwd(&request.cwd).and_then(|()| check_additional(&request.additional_directories)) {
         return responder.respond_with_error(e);
     }
-    let mcp: Vec<Value> = request.mcp_servers.iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
-    let mut made = None;
+    let mcp = super::mcp::declared_all(&request.mcp_servers);
     let created = state
         .manager
         .create(&request.cwd, mcp, |id| {
-            let (seams, client) = seams(state, &cx, id, &request.cwd, &request.additional_directories);
-            made = Some(client);
-            seams
+            seams(state, &cx, id, &request.cwd, &request.additional_directories).0
         })
         .await;
     let session = match created {
@@ -140,9 +121,7 @@ pub async fn new_session(
     let (modes, options) = state_of(&session);
     responder
         .respond(acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options))?;
-    if let Some(client) = made {
-        advertise_commands(&client);
-    }
+    session.announce();
     session.refresh_models();
     session.offer_trust();
     Ok(())
@@ -152,17 +131,21 @@ pub async fn new_session(
 async fn open(
     state: &State,
     (id, cwd, additional): (&acp::SessionId, &Path, &[std::path::PathBuf]),
+    mcp: Option<&[acp::McpServer]>,
     cx: &ConnectionTo<Client>,
     replay: bool,
-) -> Result<(Arc<Session>, Arc<SessionClient>), Error> {
+) -> Result<Arc<Session>, Error> {
     check_cwd(cwd)?;
     check_additional(additional)?;
     let (seams, client) = seams(state, cx, &id.0, cwd, additional);
-    let (session, events) = state.manager.open(&id.0, cwd, seams, replay).await.map_err(error)?;
+    let declared = mcp.map(super::mcp::declared_all);
+    let (session, events) = state.manager.open(&id.0, cwd, declared, seams, replay).await.map_err(error)?;
     for event in events {
         crate::agent::EventSink::emit(client.as_ref(), event);
     }
-    Ok((session, client))
+    // The replay is complete before the load is answered.
+    crate::agent::EventSink::flush(client.as_ref());
+    Ok(session)
 }
 
 pub async fn load_session(
@@ -172,11 +155,11 @@ pub async fn load_session(
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
     let target = (&request.session_id, request.cwd.as_path(), request.additional_directories.as_slice());
-    match open(state, target, &cx, true).await {
-        Ok((session, client)) => {
+    match open(state, target, Some(&request.mcp_servers), &cx, true).await {
+        Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::LoadSessionResponse::new().modes(modes).config_options(options))?;
-            advertise_commands(&client);
+            session.announce();
             session.refresh_models();
             session.offer_trust();
             Ok(())
@@ -191,12 +174,14 @@ pub async fn resume_session(
     responder: Responder<acp::ResumeSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
+    // Resume's `mcpServers` is optional: none given keeps the servers a live session has.
+    let mcp = Some(request.mcp_servers.as_slice()).filter(|list| !list.is_empty());
     let target = (&request.session_id, request.cwd.as_path(), request.additional_directories.as_slice());
-    match open(state, target, &cx, false).await {
-        Ok((session, client)) => {
+    match open(state, target, mcp, &cx, false).await {
+        Ok(session) => {
             let (modes, options) = state_of(&session);
             responder.respond(acp::ResumeSessionResponse::new().modes(modes).config_options(options))?;
-            advertise_commands(&client);
+            session.announce();
             session.refresh_models();
             session.offer_trust();
             Ok(())
@@ -362,7 +347,9 @@ pub fn prompt(
             Ok(Ok(answer)) => responder.respond(prompt_response(answer)),
             Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
-                responder.respond_with_error(Error::new(ErrorCode::INTERNAL_ERROR, e.user_message()))
+                let code =
+                    if e.needs_sign_in() { ErrorCode::AUTH_REQUIRED } else { ErrorCode::INTERNAL_ERROR };
+                responder.respond_with_error(Error::new(code, e.user_message()))
             }
             Err(_) => {
                 tracing::error!(session = %session.id, "the turn crashed");

@@ -4,12 +4,15 @@
 //!
 //! Owns protocol concerns (capabilities, error codes, ordering). Decisions belong to the core.
 
+pub mod auth;
 pub mod client;
+pub mod coalesce;
 pub mod convert;
 pub mod frames;
 pub mod handlers;
 pub mod headless;
 pub mod lines;
+pub mod mcp;
 pub mod params;
 pub mod prompt;
 pub mod question;
@@ -66,13 +69,14 @@ pub fn extensions() -> serde_json::Value {
     })
 }
 
-fn capabilities() -> acp::AgentCapabilities {
+/// What the agent offers; images only when the default model takes them.
+fn capabilities(images: bool) -> acp::AgentCapabilities {
     let mut meta = acp::Meta::new();
     meta.insert(META_KEY.to_string(), extensions());
     acp::AgentCapabilities::new()
         .meta(meta)
         .load_session(true)
-        .prompt_capabilities(acp::PromptCapabilities::new().image(true).embedded_context(true).audio(false))
+        .prompt_capabilities(acp::PromptCapabilities::new().image(images).embedded_context(true).audio(false))
         .session_capabilities(
             acp::SessionCapabilities::new()
                 .list(acp::SessionListCapabilities::new())
@@ -81,6 +85,7 @@ fn capabilities() -> acp::AgentCapabilities {
                 .delete(acp::SessionDeleteCapabilities::new())
                 .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
         )
+        .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(false))
 }
 
 fn initialize(
@@ -89,13 +94,16 @@ fn initialize(
     responder: Responder<acp::InitializeResponse>,
 ) -> Result<(), Error> {
     tracing::info!(client = ?request.client_info, "initialize");
+    let config = auth::user_config(state.manager.sources());
+    let images = config.as_ref().is_some_and(auth::takes_images);
+    let methods = config.as_ref().map(|c| auth::methods(c, &request.client_capabilities)).unwrap_or_default();
     if let Ok(mut client) = state.client.write() {
         *client = Some(request);
     }
     responder.respond(
         acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
-            .agent_capabilities(capabilities())
-            .auth_methods(Vec::new())
+            .agent_capabilities(capabilities(images))
+            .auth_methods(methods)
             .agent_info(acp::Implementation::new("tinycode", env!("CARGO_PKG_VERSION")).title("tinycode")),
     )
 }
@@ -178,6 +186,10 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
     });
     let builder =
         request!(builder, acp::PromptRequest, |s, r, responder, _cx| handlers::prompt(&s, r, responder));
+    let builder = request!(builder, acp::AuthenticateRequest, |s, r, responder, _cx| auth::authenticate(
+        &s, r, responder
+    )
+    .await);
     let result = builder
         .on_receive_notification(
             {

@@ -63,14 +63,43 @@ pub struct Renderer {
     terminal_meta: bool,
     /// The client takes `compaction_update` (declared `session.compaction`).
     compaction_updates: bool,
+    /// The client takes `notice` updates (declared `session.notices`); others get notices as a quoted message.
+    notices: bool,
     cwd: PathBuf,
     /// Running execute calls and their live output windows.
     executing: HashMap<String, Window>,
+    /// Calls whose card shows a diff, with a fingerprint of that content: a result showing the same content
+    /// leaves it out, so a file's diff crosses the wire once.
+    diffs: HashMap<String, u64>,
+}
+
+/// A fingerprint of content that holds a diff (other content is cheap to resend and not tracked).
+fn diff_fingerprint(content: &[Content]) -> Option<u64> {
+    use std::hash::{Hash, Hasher};
+    if !content.iter().any(|c| matches!(c, Content::Diff { .. })) {
+        return None;
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    content.hash(&mut hasher);
+    Some(hasher.finish())
 }
 
 impl Renderer {
     pub fn new(terminal_meta: bool, compaction_updates: bool, cwd: PathBuf) -> Self {
-        Self { terminal_meta, compaction_updates, cwd, executing: HashMap::new() }
+        Self {
+            terminal_meta,
+            compaction_updates,
+            notices: false,
+            cwd,
+            executing: HashMap::new(),
+            diffs: HashMap::new(),
+        }
+    }
+
+    /// Send notices as `notice` updates.
+    pub fn with_notices(mut self, notices: bool) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// The updates for one event.
@@ -96,7 +125,51 @@ impl Renderer {
             }
             return vec![acp::SessionUpdate::CompactionUpdate(update)];
         }
+        if let AgentEvent::Notice { title, description } = &event
+            && self.notices
+        {
+            let notice = acp::Notice::new(acp::NoticeSeverity::Warning, title.clone())
+                .description(description.clone());
+            return vec![acp::SessionUpdate::Notice(notice)];
+        }
+        match &event {
+            AgentEvent::ToolCallStarted { call_id, presentation, .. }
+            | AgentEvent::ToolCallRevised { call_id, presentation } => {
+                match diff_fingerprint(&presentation.content) {
+                    Some(fingerprint) => self.diffs.insert(call_id.clone(), fingerprint),
+                    None => self.diffs.remove(call_id),
+                };
+            }
+            AgentEvent::ToolCallFinished { call_id, display, .. }
+                if !self.executing.contains_key(call_id) =>
+            {
+                let shown = self.diffs.remove(call_id);
+                if shown.is_some()
+                    && shown == diff_fingerprint(display)
+                    && let AgentEvent::ToolCallFinished {
+                        call_id,
+                        status,
+                        output,
+                        display,
+                        locations,
+                        raw_output,
+                    } = event
+                {
+                    return vec![convert::finished(
+                        call_id, status, output, display, locations, raw_output, false,
+                    )];
+                }
+            }
+            _ => {}
+        }
         vec![match event {
+            AgentEvent::Lifted { parent_call_id, event } => {
+                return self
+                    .render(*event)
+                    .into_iter()
+                    .map(|u| convert::lifted(u, &parent_call_id))
+                    .collect();
+            }
             AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input }
                 if presentation.kind == Kind::Execute =>
             {

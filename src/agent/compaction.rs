@@ -58,7 +58,9 @@ pub fn needed(tokens: u64, window: u64, max_output: Option<u32>) -> bool {
 }
 
 /// How many of the newest messages to keep: the longest suffix starting at a cut point whose estimate fits in
-/// `budget` tokens, leaving at least one message to summarise. `None` when nothing can be summarised.
+/// `budget` tokens, leaving at least one message to summarise. When not even the newest exchange fits, the newest
+/// user message and what follows it are kept anyway (the request must still carry what the user asked), unless it
+/// is the first message. `None` when nothing can be summarised.
 pub fn keep_count(history: &History, budget: u64) -> Option<usize> {
     let messages = history.messages();
     let mut best = None;
@@ -72,7 +74,8 @@ pub fn keep_count(history: &History, budget: u64) -> Option<usize> {
         }
         best = Some(messages.len() - cut);
     }
-    best.or_else(|| (messages.len() > 1).then_some(0))
+    let newest_user = messages.iter().rposition(|m| matches!(m, Message::User(_))).filter(|i| *i > 0);
+    best.or_else(|| newest_user.map(|i| messages.len() - i)).or_else(|| (messages.len() > 1).then_some(0))
 }
 
 /// Ask the model for a summary of `messages`.
@@ -121,7 +124,11 @@ mod tests {
         history.push(Message::Assistant { text: "ok".into(), reasoning: None, tool_calls: vec![] });
         assert_eq!(keep_count(&history, 10), Some(2), "keep the last user message and its answer");
         assert_eq!(keep_count(&history, 1_000), Some(4), "the first message is always summarised");
-        assert_eq!(keep_count(&history, 0), Some(0));
+        assert_eq!(keep_count(&history, 0), Some(2), "the newest user message is kept even over budget");
+        let mut first = History::default();
+        first.push(user(&"a".repeat(400)));
+        first.push(Message::Assistant { text: "ok".into(), reasoning: None, tool_calls: vec![] });
+        assert_eq!(keep_count(&first, 0), Some(0), "a first message over budget is summarised with the rest");
         history.compact("what happened", 2);
         assert_eq!(history.messages().len(), 3);
         assert_eq!(history.check(), Ok(()));

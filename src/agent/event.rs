@@ -22,7 +22,16 @@ pub enum CompactionStatus {
     Failed,
 }
 
-/// One user-visible step of a turn.
+/// A slash command as the editor's menu shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// What to type after the name, when it takes arguments.
+    pub hint: Option<String>,
+}
+
+/// One user-visible step of a turn, or news about the session.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     /// A user message, as the editor sent it (replayed when a session is loaded).
@@ -33,9 +42,11 @@ pub enum AgentEvent {
     ThoughtChunk { message_id: String, text: String },
     /// A message from tinycode itself rather than the model (a prompt is queued), with machine-readable details
     /// for clients that show it their own way (`_meta.tinycode`).
-    Notice { message_id: String, text: String, meta: Value },
+    Aside { message_id: String, text: String, meta: Value },
     /// A tool call was requested (it may still wait for permission).
     ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
+    /// The call's presentation after a slow preview (title, locations and content replace the started ones).
+    ToolCallRevised { call_id: String, presentation: Presentation },
     /// Permission was granted and the tool is running.
     ToolCallRunning { call_id: String },
     /// Incremental output of a running tool (only the new part).
@@ -50,6 +61,23 @@ pub enum AgentEvent {
     Plan { items: Value },
     /// Older history is being (or was) summarised.
     Compaction { compaction_id: String, status: CompactionStatus, summary: Option<String> },
+    /// A subagent's progress, shown in this session's `task` call `call_id`: the whole list every time (a
+    /// tool call's content is replaced, never appended to).
+    SubagentProgress {
+        call_id: String,
+        child_session_id: String,
+        agent: String,
+        depth: u32,
+        lines: Vec<String>,
+    },
+    /// A subagent's tool call shown at the top level of this session (its edits, commands and permission asks,
+    /// so they can be reviewed and answered); `parent_call_id` is the `task` call that started the subagent.
+    Lifted { parent_call_id: String, event: Box<AgentEvent> },
+    /// The slash commands changed (the whole list).
+    Commands(Vec<CommandInfo>),
+    /// Something the user should know that is not part of the conversation (an MCP server failed, a skill file
+    /// could not be read).
+    Notice { title: String, description: String },
     /// The tool call is over.
     ToolCallFinished {
         call_id: String,
@@ -64,6 +92,8 @@ pub enum AgentEvent {
 /// Where a turn's events go. Implementations must not block: they enqueue and return.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: AgentEvent);
+    /// Send anything held back (a sink may join streamed text); called when a model's stream ends.
+    fn flush(&self) {}
 }
 
 /// A sink that keeps every event; used by tests and by headless callers that inspect the transcript.

@@ -73,7 +73,10 @@ impl Journal {
         if let Some(reasoning) = reasoning {
             stored.push(part(
                 "reasoning",
-                json!({"messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text}),
+                json!({
+                    "messageId": thought_id, "field": reasoning.field.key(), "text": reasoning.text,
+                    "replay": reasoning.replay, "origin": reasoning.origin,
+                }),
             ));
         }
         if !text.is_empty() {
@@ -99,6 +102,12 @@ impl Journal {
         self.write("tool_start", vec![part("tool_start", data)]);
     }
 
+    /// The presentation a slow preview produced for a call already started.
+    pub fn tool_revised(&self, ui_id: &str, presentation: &Presentation) {
+        let data = json!({"uiId": ui_id, "presentation": presentation});
+        self.write("tool_revise", vec![part("tool_revise", data)]);
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn tool_finished(&self, call_id: &str, ui_id: &str, content: &str, failed: bool, event: &AgentEvent) {
         let (display, locations, raw_output) = match event {
@@ -116,13 +125,20 @@ impl Journal {
 
     /// One response's token usage.
     pub fn usage(&self, model: &str, usage: &crate::llm::Usage) {
+        self.usage_via(model, usage, None);
+    }
+
+    /// Token usage of a response, made by the subagent `via` when set (it counts towards this session's total,
+    /// not towards its context).
+    pub fn usage_via(&self, model: &str, usage: &crate::llm::Usage, via: Option<&str>) {
         let (session, model, at) = (self.session_id.clone(), model.to_string(), crate::clock::now_millis());
+        let via = via.map(str::to_string);
         let tokens = [usage.input_tokens, usage.output_tokens, usage.cached_tokens, usage.reasoning_tokens]
             .map(|t| t as i64);
         self.store.submit("token usage", move |c| {
             c.execute(
-                "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                rusqlite::params![session, model, tokens[0], tokens[1], tokens[2], tokens[3], at],
+                "INSERT INTO usage (session_id, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens, created_at, via) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                rusqlite::params![session, model, tokens[0], tokens[1], tokens[2], tokens[3], at, via],
             )
             .map(|_| ())
         });
@@ -194,12 +210,12 @@ fn assistant(parts: &[(String, Value)]) -> Message {
         match kind.as_str() {
             "text" => text = text_of(data, "text"),
             "reasoning" => {
-                let field = if text_of(data, "field") == "reasoning" {
-                    ReasoningField::Reasoning
-                } else {
-                    ReasoningField::ReasoningContent
-                };
-                reasoning = Some(Reasoning { field, text: text_of(data, "text") });
+                reasoning = Some(Reasoning {
+                    field: ReasoningField::from_key(&text_of(data, "field")),
+                    text: text_of(data, "text"),
+                    replay: data.get("replay").filter(|r| !r.is_null()).cloned(),
+                    origin: data.get("origin").and_then(Value::as_str).map(String::from),
+                });
             }
             "tool_calls" => {
                 tool_calls = data
@@ -250,6 +266,10 @@ fn replay_display(display: Vec<Content>) -> Vec<Content> {
                 ))
             }
             Content::Text(text) => Content::Text(trim_for_replay(&text)),
+            Content::Image { data, mime_type } if data.len() > REPLAY_DIFF_BYTES => Content::Text(format!(
+                "(a {} KB {mime_type} image is not shown when reopening the conversation)",
+                data.len() * 3 / 4 / 1024
+            )),
             other => other,
         })
         .collect()
@@ -268,7 +288,8 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                     message_id: text_of(data, "messageId"),
                     blocks: data["blocks"].clone(),
                 }),
-                "reasoning" => events.push(AgentEvent::ThoughtChunk {
+                // Reasoning with nothing to show (redacted or encrypted only) is kept for the model, not replayed.
+                "reasoning" if !text_of(data, "text").is_empty() => events.push(AgentEvent::ThoughtChunk {
                     message_id: text_of(data, "messageId"),
                     text: text_of(data, "text"),
                 }),
@@ -287,6 +308,10 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                         raw_input: data["rawInput"].clone(),
                     });
                 }
+                "tool_revise" => events.push(AgentEvent::ToolCallRevised {
+                    call_id: text_of(data, "uiId"),
+                    presentation: serde_json::from_value(data["presentation"].clone()).unwrap_or_default(),
+                }),
                 "tool_result" => {
                     let ui_id = text_of(data, "uiId");
                     finished.insert(ui_id.clone(), true);
@@ -397,6 +422,50 @@ mod tests {
             finals,
             vec![("a".to_string(), ToolStatus::Completed), ("b".to_string(), ToolStatus::Failed)]
         );
+    }
+
+    #[test]
+    fn reasoning_to_send_back_survives_a_restart_and_only_shown_reasoning_is_replayed() {
+        let thinking = |text: &str| {
+            json!({"messageId": "t", "field": "thinking", "text": text, "origin": "anthropic/claude-sonnet-4-5",
+                   "replay": [{"type": "redacted_thinking", "data": "abc"}]})
+        };
+        let messages = vec![
+            user("one"),
+            stored(
+                "assistant",
+                vec![part("reasoning", thinking("")), part("text", json!({"messageId": "m", "text": "a"}))],
+            ),
+            user("two"),
+            stored(
+                "assistant",
+                vec![
+                    part("reasoning", thinking("hmm")),
+                    part("text", json!({"messageId": "n", "text": "b"})),
+                ],
+            ),
+        ];
+        let (history, _) = rebuild(&messages);
+        let Message::Assistant { reasoning: Some(reasoning), .. } = &history.messages()[1] else {
+            panic!("{history:?}")
+        };
+        assert_eq!(
+            reasoning,
+            &Reasoning {
+                field: ReasoningField::Thinking,
+                text: String::new(),
+                replay: Some(json!([{"type": "redacted_thinking", "data": "abc"}])),
+                origin: Some("anthropic/claude-sonnet-4-5".into()),
+            }
+        );
+        let thoughts: Vec<String> = replay(&messages)
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::ThoughtChunk { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thoughts, vec!["hmm".to_string()]);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The agent: the turn loop (model request → tool calls → results → …), the conversation history and its
 //! invariant, the system prompt, and the events a turn emits.
 //!
-//! Knows nothing about ACP. Depends on `llm`, `tool`, `permission`, `bus` and `config`.
+//! Knows nothing about ACP. Depends on `llm`, `tool`, `mcp` (to wait for and sync its servers' tools), `extensions`,
+//! `permission`, `bus` and `config`.
 
 pub mod compaction;
 pub mod event;
 pub mod history;
+pub mod instructions;
 pub mod journal;
 pub mod steer;
 pub mod system_prompt;

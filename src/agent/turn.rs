@@ -31,8 +31,10 @@ use crate::permission::{self, Category};
 use crate::shell::classify::{Class, Host, classify};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
+use crate::tool::subagent::Subagents;
 use crate::tool::{self, Context, Progress, Registry};
 use crate::workspace::changes::Recorder;
+use crate::workspace::diagnostics::Checker;
 use crate::workspace::files::Files;
 
 /// Why a turn ended normally. Mirrors ACP's stop reasons without depending on them.
@@ -59,6 +61,24 @@ impl TurnError {
             TurnError::Llm(e) => e.user_message(),
         }
     }
+
+    /// The user must sign in (no key, or the key was refused): the editor should show its sign-in flow.
+    pub fn needs_sign_in(&self) -> bool {
+        match self {
+            TurnError::Llm(e) => e.needs_sign_in(),
+        }
+    }
+}
+
+/// What a model that cannot see gets in place of an image.
+pub const IMAGE_LEFT_OUT: &str = "[an image was left out here: this model cannot see images]";
+
+/// What the user is told when an image is left out.
+pub fn blind_note(model: &str) -> String {
+    format!(
+        "The model `{model}` does not take images, so the image was left out. To send images, pick a model that \
+         can see them."
+    )
 }
 
 /// A session's conversation plus the tool call ids already shown to the user (they must be unique per session).
@@ -100,6 +120,8 @@ pub struct Turn<'a> {
     pub model_name: String,
     pub reasoning_effort: Option<String>,
     pub context_window: u64,
+    /// The model takes images (otherwise they are left out, and the user is told).
+    pub images: bool,
     /// The session is in plan mode: the system prompt says so.
     pub plan_mode: bool,
     pub registry: &'a Registry,
@@ -116,6 +138,23 @@ pub struct Turn<'a> {
     pub steering: Option<&'a dyn Steering>,
     /// Records what the turn changes (writes go through `files`; shell commands are bracketed here).
     pub changes: Option<Arc<Recorder>>,
+    /// Checks files after the file tools write them (language servers), when the user turned that on.
+    pub diagnostics: Option<Arc<dyn Checker>>,
+    /// Registered tools not offered in this session (a feature the user has not turned on).
+    pub hidden_tools: Vec<&'static str>,
+    /// How deep this session is nested below the user's (0 for the user's own session).
+    pub depth: u32,
+    /// Runs the `task` calls of this session.
+    pub subagents: Option<Arc<dyn Subagents>>,
+    /// A subagent's own instructions, added to the system prompt.
+    pub instructions: Option<String>,
+    /// The journals of the sessions above a subagent: its token usage counts towards theirs too.
+    pub usage_also: Vec<Journal>,
+    /// The session's MCP servers: waited for (up to their start-up timeout) and synced into `registry` before
+    /// every model request.
+    pub mcp: Option<Arc<crate::mcp::Servers>>,
+    /// Instruction files and skills for the system prompt.
+    pub extras: Arc<system_prompt::Extras>,
 }
 
 /// The session side of what tools ask to change about the session: the agent (mode) — change the rules, save
@@ -126,6 +165,9 @@ pub trait AgentSwitcher: Send + Sync {
     /// they work now.
     fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf;
 }
+
+/// The tool whose description lists the agents it may start.
+const TASK_TOOL: &str = "task";
 
 fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
@@ -153,16 +195,34 @@ enum Step {
 }
 
 impl Turn<'_> {
+    /// The tools offered for this session's edit mode, with the descriptions the user's files override.
     fn tool_specs(&self) -> Vec<ToolSpec> {
+        let descriptions = &self.config.tool_descriptions;
         self.registry
-            .model_tools()
+            .offered(self.config.edit_mode_for(&self.model_name))
             .iter()
-            .map(|d| ToolSpec {
-                name: d.id.clone(),
-                description: d.description.clone(),
-                parameters: d.parameters.clone(),
+            .filter(|d| !self.hidden_tools.contains(&d.id.as_str()))
+            .map(|d| {
+                let mut description = descriptions.get(&d.id).unwrap_or(&d.description).clone();
+                // The agents `task` may start depend on the session (its configuration, its project).
+                if d.id == TASK_TOOL
+                    && let Some(subagents) = &self.subagents
+                {
+                    description.push_str(&subagents.catalogue());
+                }
+                ToolSpec { name: d.id.clone(), description, parameters: d.parameters.clone() }
             })
             .collect()
+    }
+
+    /// The system prompt for the mode, with a subagent's own instructions at the end.
+    fn system_prompt(&self, plan_mode: bool) -> String {
+        let mut system = system_prompt::build(&self.cwd(), SystemTime::now(), plan_mode, &self.extras);
+        if let Some(instructions) = &self.instructions {
+            system.push_str("\n\n");
+            system.push_str(instructions);
+        }
+        system
     }
 
     fn journal(&self) -> Option<&Journal> {
@@ -184,13 +244,13 @@ impl Turn<'_> {
         input: Vec<UserPart>,
         blocks: Value,
     ) -> Result<StopReason, TurnError> {
+        let input = self.without_images(input);
         if let Some(journal) = self.journal() {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
         let mut plan = self.plan_mode;
-        let mut system = system_prompt::build(&self.cwd(), SystemTime::now(), plan);
-        let tools = self.tool_specs();
+        let mut system = self.system_prompt(plan);
         let mut requests = 0;
         let mut compacted_on_overflow = false;
         loop {
@@ -203,6 +263,15 @@ impl Turn<'_> {
             requests += 1;
             self.deliver_steers(&mut conversation.history);
             self.deliver_notes(&mut conversation.history);
+            // Servers still starting are waited for; tools that changed since the last request join or leave now.
+            if let Some(mcp) = &self.mcp {
+                mcp.settled(&self.cancel).await;
+                mcp.sync(self.registry).await;
+                if self.cancel.is_cancelled() {
+                    return Ok(StopReason::Cancelled);
+                }
+            }
+            let tools = self.tool_specs();
             let mut request = self.request(&system, &tools, &conversation.history);
             if compaction::needed(
                 compaction::request_tokens(&request),
@@ -255,7 +324,7 @@ impl Turn<'_> {
                 self.switch_worktree(worktree.as_ref());
             }
             if switched.is_some() || moved.is_some() {
-                system = system_prompt::build(&self.cwd(), SystemTime::now(), plan);
+                system = self.system_prompt(plan);
             }
             if self.cancel.is_cancelled() {
                 return Ok(StopReason::Cancelled);
@@ -298,11 +367,40 @@ impl Turn<'_> {
         history.push(Message::Assistant { text: text.to_string(), reasoning: None, tool_calls: Vec::new() });
     }
 
+    /// A prompt's images, for a model that cannot see: left out, and the user told so (never silently dropped).
+    fn without_images(&self, input: Vec<UserPart>) -> Vec<UserPart> {
+        if self.images || !input.iter().any(|p| matches!(p, UserPart::Image { .. })) {
+            return input;
+        }
+        self.sink.emit(AgentEvent::MessageChunk {
+            message_id: new_id("msg"),
+            text: format!("{}\n\n", blind_note(&self.model_name)),
+        });
+        input
+            .into_iter()
+            .map(|part| match part {
+                UserPart::Image { .. } => UserPart::Text(IMAGE_LEFT_OUT.into()),
+                text => text,
+            })
+            .collect()
+    }
+
     fn request(&self, system: &str, tools: &[ToolSpec], history: &History) -> Request {
+        let mut messages = history.messages().to_vec();
+        if !self.images {
+            // Images a tool returned (data URIs) cannot reach a model that cannot see.
+            for message in &mut messages {
+                if let Message::Tool { content, .. } = message
+                    && content.starts_with("data:image/")
+                {
+                    *content = IMAGE_LEFT_OUT.into();
+                }
+            }
+        }
         Request {
             model: self.model_name.clone(),
             system: system.to_string(),
-            messages: history.messages().to_vec(),
+            messages,
             tools: tools.to_vec(),
             max_output_tokens: self.config.max_output_tokens,
             reasoning_effort: self.reasoning_effort.clone(),
@@ -319,10 +417,16 @@ impl Turn<'_> {
     /// Background tasks that finished since the last request are told to the model.
     fn deliver_notes(&self, history: &mut History) {
         let notes = self.tasks.take_notes();
-        if notes.is_empty() {
+        let finished = self.subagents.as_ref().map(|s| s.take_notes()).unwrap_or_default();
+        let mut blocks = Vec::new();
+        if !notes.is_empty() {
+            blocks.push(format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n")));
+        }
+        blocks.extend(finished);
+        if blocks.is_empty() {
             return;
         }
-        let text = format!("<background-tasks>\n{}\n</background-tasks>", notes.join("\n\n"));
+        let text = blocks.join("\n\n");
         if let Some(journal) = self.journal() {
             journal.note(&text);
         }
@@ -377,9 +481,13 @@ impl Turn<'_> {
     async fn call_model(&self, request: &Request, history: &mut History) -> Result<Step, TurnError> {
         let message_id = new_id("msg");
         let thought_id = new_id("thought");
+        let notice_id = new_id("thought");
         let shown = Mutex::new(String::new());
         let sink = self.sink.clone();
         let on_delta = |delta: Delta| match delta {
+            // Retries are told as a thought of their own, so a long wait is never silent.
+            Delta::Notice(text) => sink
+                .emit(AgentEvent::ThoughtChunk { message_id: notice_id.clone(), text: format!("{text}\n") }),
             Delta::Text(text) => {
                 if let Ok(mut shown) = shown.lock() {
                     shown.push_str(&text);
@@ -391,6 +499,7 @@ impl Turn<'_> {
             }
         };
         let result = self.model.stream(request, &on_delta, &self.cancel).await;
+        self.sink.flush();
         let partial = shown.into_inner().unwrap_or_default();
         let keep_partial = |history: &mut History| {
             if !partial.is_empty() {
@@ -447,6 +556,9 @@ impl Turn<'_> {
                 if let Some(journal) = self.journal() {
                     journal.usage(&self.model_name, &usage);
                 }
+                for ancestor in &self.usage_also {
+                    ancestor.usage_via(&self.model_name, &usage, Some(self.session_id));
+                }
                 usage.input_tokens + usage.output_tokens
             }
             None => compaction::request_tokens(request) + compaction::estimate_tokens(response.text.len()),
@@ -487,7 +599,7 @@ impl Turn<'_> {
             directory: self.cwd(),
             perms: self.perms.clone(),
             bus: self.bus.clone(),
-            subagent_depth: 0,
+            subagent_depth: self.depth,
             after_hook: None,
             cancel: self.cancel.clone(),
             output_dir: self.config.data_dir.join("tool-output"),
@@ -496,6 +608,9 @@ impl Turn<'_> {
             tasks: self.tasks.clone(),
             terminals: self.terminals.clone(),
             control: self.control.clone(),
+            diagnostics: self.diagnostics.clone(),
+            subagents: self.subagents.clone(),
+            edit_mode: self.config.edit_mode_for(&self.model_name),
             progress: Some(Arc::new(move |progress| {
                 sink.emit(match progress {
                     Progress::Presented(presentation) => {
@@ -508,6 +623,12 @@ impl Turn<'_> {
                             presentation,
                             raw_input: raw_input.clone(),
                         }
+                    }
+                    Progress::Revised(presentation) => {
+                        if let Some(journal) = &journal {
+                            journal.tool_revised(&ui, &presentation);
+                        }
+                        AgentEvent::ToolCallRevised { call_id: ui.clone(), presentation }
                     }
                     Progress::Running => AgentEvent::ToolCallRunning { call_id: ui.clone() },
                     Progress::Output(text) => AgentEvent::ToolCallOutput { call_id: ui.clone(), text },

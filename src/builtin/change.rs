@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::display::Content;
 use crate::tool::{Context, ToolError};
 use crate::workspace::{regular, secrets};
 
@@ -74,4 +75,126 @@ pub async fn unchanged_since_preview(
         "{} changed while the change was waiting for approval. Read it again and redo the change.",
         path.display()
     )))
+}
+
+/// Lines of unchanged context kept around the changed region of a bounded diff.
+const DIFF_CONTEXT_LINES: usize = 3;
+
+/// How a change to `path` is shown: the whole-file diff when old and new text together fit in `limit` bytes,
+/// otherwise a bounded diff (the lines from the first to the last change, with context) and a note saying so,
+/// so a small edit to a huge file costs the editor, the wire and the database kilobytes, not megabytes.
+pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> Vec<Content> {
+    let whole = |old: Option<&str>| Content::Diff {
+        path: path.to_path_buf(),
+        old_text: old.map(str::to_string),
+        new_text: new.to_string(),
+    };
+    let Some(old_text) = old else { return vec![whole(None)] };
+    if old_text.len() + new.len() <= limit {
+        return vec![whole(old)];
+    }
+    let (old_lines, new_lines): (Vec<&str>, Vec<&str>) =
+        (old_text.split('\n').collect(), new.split('\n').collect());
+    let same_head = old_lines.iter().zip(&new_lines).take_while(|(a, b)| a == b).count();
+    let same_tail = old_lines[same_head..]
+        .iter()
+        .rev()
+        .zip(new_lines[same_head..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let first = same_head.saturating_sub(DIFF_CONTEXT_LINES);
+    let region = |lines: &[&str]| {
+        let last = (lines.len() - same_tail + DIFF_CONTEXT_LINES).min(lines.len());
+        (last, cut(&lines[first..last].join("\n"), limit / 2))
+    };
+    let ((old_end, (old_region, old_cut)), (new_end, (new_region, new_cut))) =
+        (region(&old_lines), region(&new_lines));
+    let mut note = format!(
+        "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
+        new.len().max(old_text.len()) as f64 / 1_048_576.0,
+        first + 1,
+        old_end,
+        old_lines.len(),
+        first + 1,
+        new_end,
+        new_lines.len(),
+        DIFF_CONTEXT_LINES
+    );
+    if old_cut || new_cut {
+        note.push_str(
+            " The region itself is larger than the diff limit and was cut; read the file for the rest.",
+        );
+    }
+    vec![
+        Content::Text(note),
+        Content::Diff { path: path.to_path_buf(), old_text: Some(old_region), new_text: new_region },
+    ]
+}
+
+/// `text` cut to at most `limit` bytes at a character boundary, and whether it was cut.
+fn cut(text: &str, limit: usize) -> (String, bool) {
+    if text.len() <= limit {
+        return (text.to_string(), false);
+    }
+    let end = (0..=limit).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    (text[..end].to_string(), true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_within_the_limit_is_shown_as_the_whole_file() {
+        let shown = diff_content(Path::new("/w/a"), Some("a\nb\n"), "a\nc\n", 100);
+        assert_eq!(
+            shown,
+            vec![Content::Diff {
+                path: "/w/a".into(),
+                old_text: Some("a\nb\n".into()),
+                new_text: "a\nc\n".into()
+            }]
+        );
+        let created = diff_content(Path::new("/w/a"), None, &"x".repeat(500), 100);
+        assert_eq!(
+            created,
+            vec![Content::Diff { path: "/w/a".into(), old_text: None, new_text: "x".repeat(500) }]
+        );
+    }
+
+    #[test]
+    fn a_change_over_the_limit_is_shown_as_its_region_with_context_and_a_note() {
+        let old: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 10\n", "line ten\nline ten and a half\n");
+        let shown = diff_content(Path::new("/w/a"), Some(&old), &new, 200);
+        assert_eq!(
+            shown,
+            vec![
+                Content::Text(
+                    "The file is 0.0 MB, so only the changed region is shown: lines 7–13 of 21 before, 7–14 of 22 after (3 lines of context).".into()
+                ),
+                Content::Diff {
+                    path: "/w/a".into(),
+                    old_text: Some("line 7\nline 8\nline 9\nline 10\nline 11\nline 12\nline 13".into()),
+                    new_text: "line 7\nline 8\nline 9\nline ten\nline ten and a half\nline 11\nline 12\nline 13".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_region_larger_than_the_limit_is_cut_and_says_so() {
+        let old = "é".repeat(100);
+        let new = "ü".repeat(100);
+        let shown = diff_content(Path::new("/w/a"), Some(&old), &new, 51);
+        assert_eq!(
+            shown,
+            vec![
+                Content::Text(
+                    "The file is 0.0 MB, so only the changed region is shown: lines 1–1 of 1 before, 1–1 of 1 after (3 lines of context). The region itself is larger than the diff limit and was cut; read the file for the rest.".into()
+                ),
+                Content::Diff { path: "/w/a".into(), old_text: Some("é".repeat(12)), new_text: "ü".repeat(12) },
+            ]
+        );
+    }
 }

@@ -1,6 +1,7 @@
-//! The `glob` tool (seed 000 §8.3): `**` patterns over a parallel, gitignore-aware walk; at most 1,000 files,
-//! newest first. Secret files, special files and `/proc`, `/sys`, `/dev` are left out; listing outside the
-//! workspace asks (`access`).
+//! The `glob` tool (seed 000 §8.3, seed 003): `**` patterns over a parallel walk that honours the session's
+//! ignore stack; at most 1,000 files, newest first; a 20-second deadline after which what was found is
+//! returned with a note. Secret files, special files and `/proc`, `/sys`, `/dev` are left out; listing outside
+//! the workspace asks (`access`).
 //!
 //! Owns pattern matching on paths. Must not read file contents.
 
@@ -13,11 +14,13 @@ use crate::display::{Kind, Presentation};
 use crate::permission::Category;
 use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_opt_str, arg_str, resolve_path};
 use crate::workspace::regular;
-use crate::workspace::walk;
+use crate::workspace::walk::{self, Walker};
 
 pub const ID: &str = "glob";
 /// Maximum paths returned.
 pub const MAX_GLOB_RESULTS: usize = 1_000;
+/// How long a listing may run before it returns what it found.
+pub const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
 pub fn def() -> Def {
     Def {
@@ -126,14 +129,25 @@ fn format_results(walked: walk::Walked) -> String {
             "\n({n} secret files (.env, keys, credentials) matched but are not listed. To read one, name it to read; the user will be asked.)"
         ),
     };
+    let timeout_note = if walked.timed_out {
+        format!(
+            "\n(The search stopped after {} s: these results are partial. Search a smaller path or use a narrower pattern.)",
+            SEARCH_DEADLINE.as_secs()
+        )
+    } else {
+        String::new()
+    };
     let mut found = walked.files;
     if found.is_empty() {
-        return format!("No files found{secret_note}");
+        return format!("No files found{timeout_note}{secret_note}");
     }
     walk::sort_newest_first(&mut found);
     let total = found.len();
     let mut out: Vec<String> =
         found.iter().take(MAX_GLOB_RESULTS).map(|f| f.path.display().to_string()).collect();
+    if !timeout_note.is_empty() {
+        out.push(timeout_note);
+    }
     if total > MAX_GLOB_RESULTS {
         out.push(format!(
             "\n(Results are truncated: showing the {MAX_GLOB_RESULTS} newest of {total} files. Consider using a more specific path or pattern.)"
@@ -173,20 +187,26 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     }
     let matcher = compile(&relative)?;
     let depth = depth_of(&relative);
-    let cancel = ctx.cancel.clone();
+    let (cancel, stack) = (ctx.cancel.clone(), ctx.files.ignores());
+    let deadline = std::time::Instant::now() + SEARCH_DEADLINE;
     let walk_root = root.clone();
     let found = tokio::task::spawn_blocking(move || {
-        walk::files(&walk_root, depth, &|rel| matcher.is_match(rel), &cancel)
+        Walker::new(&walk_root, &stack)
+            .max_depth(depth)
+            .keep(&|rel| matcher.is_match(rel))
+            .cancel(&cancel)
+            .deadline(Some(deadline))
+            .files()
     })
     .await
     .map_err(|e| ToolError::execution(format!("search failed: {e}")))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let count = found.files.len();
+    let (count, timed_out) = (found.files.len(), found.timed_out);
     Ok(ToolOutput {
         output: format_results(found),
-        metadata: json!({"count": count, "truncated": count > MAX_GLOB_RESULTS}),
+        metadata: json!({"count": count, "truncated": count > MAX_GLOB_RESULTS, "timedOut": timed_out}),
         ..ToolOutput::default()
     })
 }
@@ -241,7 +261,7 @@ mod tests {
                 len: 1,
             })
             .collect();
-        let out = format_results(walk::Walked { files: found, secret_files: 2 });
+        let out = format_results(walk::Walked { files: found, secret_files: 2, timed_out: false });
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "/p/f1000");
         assert_eq!(lines[999], "/p/f0001");
@@ -254,6 +274,10 @@ mod tests {
             lines[1003],
             "(2 secret files (.env, keys, credentials) matched but are not listed. To read one, name it to read; the user will be asked.)"
         );
-        assert_eq!(format_results(walk::Walked { files: Vec::new(), secret_files: 0 }), "No files found");
+        assert_eq!(format_results(walk::Walked::default()), "No files found");
+        assert_eq!(
+            format_results(walk::Walked { timed_out: true, ..walk::Walked::default() }),
+            "No files found\n(The search stopped after 20 s: these results are partial. Search a smaller path or use a narrower pattern.)"
+        );
     }
 }

@@ -102,7 +102,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     if let Some(error) = &written.formatter_error {
         output.push_str(&format!("\nThe formatter failed (the file was still written): {error}"));
     }
-    Ok(ToolOutput {
+    let mut result = ToolOutput {
         output,
         display: vec![Content::Diff {
             path: plan.path.clone(),
@@ -117,7 +117,9 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         bounded: false,
         failed: false,
         end_turn: None,
-    })
+    };
+    super::diagnostics::after_write(&ctx, vec![(plan.path.clone(), written.content)], &mut result).await;
+    Ok(result)
 }
 
 #[cfg(test)]

@@ -95,6 +95,11 @@ pub fn entries(messages: &[StoredMessage]) -> Vec<Entry> {
             AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input } => {
                 started.insert(call_id, (presentation.title, tool, raw_input));
             }
+            AgentEvent::ToolCallRevised { call_id, presentation } => {
+                if let Some(entry) = started.get_mut(&call_id) {
+                    entry.0 = presentation.title;
+                }
+            }
             AgentEvent::ToolCallFinished { call_id, status, output, display, .. } => {
                 last_id = None;
                 let (title, name, input) =

@@ -50,9 +50,12 @@ const MAIN_HELP: &str = concat!(
     "
 
 Environment:
-  TINYCODE_BASE_URL   the model server's API URL (else OPENAI_BASE_URL, else OpenAI's)
-  TINYCODE_API_KEY    bearer key (else OPENAI_API_KEY); local servers usually need none
-  TINYCODE_MODEL      model name sent to the provider
+  TINYCODE_PROVIDER   a provider name (anthropic, openai, openrouter, ollama, …) or kind
+  TINYCODE_BASE_URL   the provider's API URL; TINYCODE_API_KEY its key (local servers usually need none)
+  TINYCODE_MODEL      model (NAME/model when several providers are configured)
+  ANTHROPIC_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY, DEEPSEEK_API_KEY, …
+                      used when nothing else is configured; else a local server is looked for
+                      (`tinycode setup` walks through it, `tinycode doctor` shows what is used)
   TINYCODE_DATA_DIR   where sessions are stored (default ~/.local/share/tinycode)
   RUST_LOG            log filter (logs go to stderr); TINYCODE_LOG_FILE logs to a file instead
 
@@ -83,7 +86,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve ACP on stdio (what editors launch)
     #[command(after_help = EXIT_CODES)]
-    Acp,
+    Acp(AcpArgs),
     /// Run one prompt headlessly: the answer goes to stdout, tool calls to stderr
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
@@ -102,6 +105,27 @@ pub enum Command {
     /// Serve ACP over WebSocket for an editor on another machine (SSH, WSL, containers); prints a token once
     #[command(after_help = SERVE_HELP)]
     Serve(ServeArgs),
+    /// Choose a model provider (local servers found, keys in the environment), enter its key, check it, save it
+    #[command(after_help = EXIT_CODES)]
+    Setup,
+    /// Show the effective configuration (keys redacted) with its sources, and check every provider
+    #[command(after_help = EXIT_CODES)]
+    Doctor(DoctorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    /// Run the interactive sign-in (`tinycode setup`) instead of serving ACP: the terminal sign-in method
+    /// editors start from their agent command
+    #[arg(long = "setup")]
+    pub setup: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The project directory whose settings to include (default: the current directory)
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
 }
 
 const SERVE_HELP: &str = concat!(
@@ -309,7 +333,7 @@ mod tests {
             assert!(!error.use_stderr(), "{args:?} must print to stdout");
             assert_eq!(error.exit_code(), 0, "{args:?}");
         }
-        for sub in ["acp", "run", "sessions", "export", "completions", "serve"] {
+        for sub in ["acp", "run", "sessions", "export", "completions", "serve", "setup", "doctor"] {
             let error = parse(&[sub, "--help"]).unwrap_err();
             assert_eq!(error.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
             let text = error.render().to_string();
@@ -333,6 +357,16 @@ mod tests {
         assert!(bad.contains("`devbox:7878` is not ADDRESS:PORT"), "{bad}");
         let unknown = serve(&["serve", "--port", "1"]).unwrap_err();
         assert!(unknown.contains("unexpected argument '--port'"), "{unknown}");
+    }
+
+    #[test]
+    fn acp_takes_the_setup_flag_editors_add_for_terminal_sign_in() {
+        let Command::Acp(acp) = parse(&["acp", "--setup"]).unwrap().command else { panic!() };
+        assert!(acp.setup);
+        let Command::Acp(acp) = parse(&["acp"]).unwrap().command else { panic!() };
+        assert!(!acp.setup);
+        let Command::Doctor(doctor) = parse(&["doctor", "--cwd", "/tmp"]).unwrap().command else { panic!() };
+        assert_eq!(doctor.cwd, Some(PathBuf::from("/tmp")));
     }
 
     #[test]

@@ -2,11 +2,17 @@
 //! `$XDG_CONFIG_HOME/tinycode/config.toml` (highest precedence first), merged into one [`Config`]. The project
 //! file's settings that need trust apply only once the user trusts the project ([`trust`]), and an API key is
 //! only sent to a base URL from the same source as the key (the user's own environment and file count as one).
+//! The model providers and their key binding are resolved in [`providers`].
 //!
 //! Owns the file format and the precedence rule. Reads files only; must not open network connections.
 //! Callers pass the environment in explicitly ([`Sources`]) so tests never see the developer's variables.
 
+pub mod git;
+pub mod models;
+pub mod providers;
+pub mod tools;
 pub mod trust;
+pub mod user;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,12 +20,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use providers::Provider;
 use trust::{Request, Standing, Trust};
 pub mod web;
 
-/// The OpenAI endpoint used when neither `TINYCODE_BASE_URL` nor `OPENAI_BASE_URL` nor a config file says otherwise.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The model used when nothing names one.
+pub use models::{EditMode, ModelSettings};
+
+/// The model used when nothing names one and the provider has no default.
 pub const DEFAULT_MODEL: &str = "gpt-4.1";
 /// `response_timeout_ms` when unset: ten minutes, the default request timeout of the official OpenAI and Anthropic
 /// SDKs and twice the idle timeout, so a slow but live response is never the one cut off.
@@ -35,6 +42,8 @@ pub enum ConfigError {
     Parse { path: PathBuf, message: String },
     #[error("invalid value for {name}: {message}")]
     Env { name: String, message: String },
+    #[error("{0}")]
+    Providers(String),
 }
 
 /// Where configuration comes from. [`Sources::from_process`] reads the real environment; tests build their own.
@@ -56,7 +65,8 @@ impl Sources {
         Self { env, user_config_home }
     }
 
-    fn var(&self, name: &str) -> Option<&str> {
+    /// A variable's value, when it is set and not empty.
+    pub fn var(&self, name: &str) -> Option<&str> {
         self.env.get(name).map(String::as_str).filter(|v| !v.is_empty())
     }
 
@@ -92,6 +102,18 @@ impl Default for RetryConfig {
     }
 }
 
+/// What the user's `[catalogue."NAME/model"]` (or `[catalogue."model"]`) says about a model; it wins over the
+/// compiled catalogue and what a local server reports.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelOverride {
+    pub context: Option<u64>,
+    pub max_output: Option<u64>,
+    pub tools: Option<bool>,
+    pub images: Option<bool>,
+    pub reasoning: Option<bool>,
+}
+
 /// Which of the agent's environment variables commands inherit (`[shell] env_inherit`), before secrets are removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -118,9 +140,16 @@ pub struct EnvPolicy {
 /// The effective configuration of one session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    pub base_url: String,
-    pub api_key: Option<String>,
+    /// The model providers, the default first. Empty: nothing configured (local servers may still be detected).
+    pub providers: Vec<Provider>,
+    /// The model new sessions use (`NAME/model` when several providers are configured).
     pub model: String,
+    /// Something named the model (rather than a provider's default).
+    pub model_explicit: bool,
+    /// Model metadata overrides, by `NAME/model` or bare model.
+    pub catalogue: BTreeMap<String, ModelOverride>,
+    /// Provider settings that were configured but not applied, and why.
+    pub notes: Vec<String>,
     pub data_dir: PathBuf,
     /// Cap on model requests in one prompt turn; reaching it ends the turn with `max_turn_requests`.
     pub max_turn_requests: u32,
@@ -153,12 +182,154 @@ pub struct Config {
     /// Jobs may be kept across restarts (`[cron] durable`, `TINYCODE_DISABLE_DURABLE_CRON=1`; off anywhere wins);
     /// when not, a durable job is made session-only.
     pub cron_durable: bool,
+    /// Language servers for diagnostics after edits (`[lsp]`); off unless a language is turned on.
+    pub lsp: LspConfig,
+    /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
+    pub max_diff_bytes: usize,
+    /// How the model edits files unless its own settings say otherwise (`edit_mode`).
+    pub edit_mode: EditMode,
+    /// Settings of particular models (`[models."NAME"]`).
+    pub model_settings: BTreeMap<String, ModelSettings>,
+    /// Tool descriptions from `tools/<name>.md` files (the user's, then a trusted project's), by tool name.
+    pub tool_descriptions: BTreeMap<String, String>,
+    /// The user's global git excludes file, which searches honour (it may not exist).
+    pub git_excludes: Option<PathBuf>,
+    /// MCP servers from `[mcp.NAME]` tables (user and trusted project files, merged field by field by name).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// How long an MCP server may take to start before it counts as failed (per server: `startup_timeout_ms`).
+    pub mcp_startup_timeout: Duration,
+    /// How long one MCP tool call may take (per server: `call_timeout_ms`).
+    pub mcp_call_timeout: Duration,
+    /// Extra instruction files (`instructions = [...]`), absolute: the user's first, then the project's.
+    pub instructions: Vec<PathBuf>,
+}
+
+impl Config {
+    /// The edit mode for `model`: its own setting, else the global one.
+    pub fn edit_mode_for(&self, model: &str) -> EditMode {
+        self.model_settings.get(model).and_then(|m| m.edit_mode).unwrap_or(self.edit_mode)
+    }
+}
+
+/// Languages whose diagnostics the agent may ask a language server for (`[lsp]` keys).
+pub const LSP_LANGUAGES: [&str; 5] = ["rust", "python", "typescript", "go", "c"];
+/// How long an edit waits for diagnostics when `[lsp] timeout_ms` is unset.
+pub const DEFAULT_LSP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The language servers turned on (`[lsp]`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LspConfig {
+    /// By language (one of [`LSP_LANGUAGES`]): `None` uses the first known server found on `PATH`, `Some` the
+    /// command given (a name looked up on `PATH`, or an absolute path, then its arguments).
+    pub languages: BTreeMap<String, Option<Vec<String>>>,
+    /// The longest an edit waits for diagnostics.
+    pub timeout: Duration,
+}
+
+/// One language under `[lsp]`: `true`/`false`, or a table naming the server command.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+enum LspLanguage {
+    On(bool),
+    Server(LspServerLayer),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspServerLayer {
+    #[serde(default)]
+    enabled: Option<bool>,
+    command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct LspLayer {
+    timeout_ms: Option<u64>,
+    rust: Option<LspLanguage>,
+    python: Option<LspLanguage>,
+    typescript: Option<LspLanguage>,
+    go: Option<LspLanguage>,
+    #[serde(alias = "cpp")]
+    c: Option<LspLanguage>,
+}
+
+impl LspLayer {
+    fn under(self, lower: LspLayer) -> LspLayer {
+        LspLayer {
+            timeout_ms: self.timeout_ms.or(lower.timeout_ms),
+            rust: self.rust.or(lower.rust),
+            python: self.python.or(lower.python),
+            typescript: self.typescript.or(lower.typescript),
+            go: self.go.or(lower.go),
+            c: self.c.or(lower.c),
+        }
+    }
+
+    fn resolve(self) -> LspConfig {
+        let mut languages = BTreeMap::new();
+        for (name, setting) in [
+            ("rust", self.rust),
+            ("python", self.python),
+            ("typescript", self.typescript),
+            ("go", self.go),
+            ("c", self.c),
+        ] {
+            let server = match setting {
+                Some(LspLanguage::On(true)) => None,
+                Some(LspLanguage::Server(LspServerLayer { enabled: None | Some(true), command })) => {
+                    command.filter(|c| !c.is_empty())
+                }
+                _ => continue,
+            };
+            languages.insert(name.to_string(), server);
+        }
+        LspConfig {
+            languages,
+            timeout: self.timeout_ms.map(Duration::from_millis).unwrap_or(DEFAULT_LSP_TIMEOUT),
+        }
+    }
+}
+
+/// One `[mcp.NAME]` table: a stdio server (`command`, `args`, `env`) or a streamable-HTTP one (`url`, `headers`).
+/// A table with neither only adjusts a server of that name defined elsewhere (the editor's, another file's):
+/// `enabled = false` turns it off, the timeouts change its limits.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub url: Option<String>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub enabled: Option<bool>,
+    pub startup_timeout_ms: Option<u64>,
+    pub call_timeout_ms: Option<u64>,
+}
+
+impl McpServerConfig {
+    /// Fill every field still unset in `self` from `lower`.
+    fn under(self, lower: McpServerConfig) -> McpServerConfig {
+        McpServerConfig {
+            command: self.command.or(lower.command),
+            args: self.args.or(lower.args),
+            env: self.env.or(lower.env),
+            url: self.url.or(lower.url),
+            headers: self.headers.or(lower.headers),
+            enabled: self.enabled.or(lower.enabled),
+            startup_timeout_ms: self.startup_timeout_ms.or(lower.startup_timeout_ms),
+            call_timeout_ms: self.call_timeout_ms.or(lower.call_timeout_ms),
+        }
+    }
 }
 
 /// One layer of settings as it appears in a config file. Every field is optional; layers are merged.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 struct Layer {
+    provider: Option<String>,
+    providers: Option<BTreeMap<String, providers::ProviderLayer>>,
+    catalogue: Option<BTreeMap<String, ModelOverride>>,
     base_url: Option<String>,
     api_key: Option<String>,
     model: Option<String>,
@@ -171,11 +342,25 @@ struct Layer {
     retry: Option<RetryLayer>,
     formatters: Option<BTreeMap<String, Vec<String>>>,
     shell: Option<ShellLayer>,
-    models: Option<Vec<String>>,
+    models: Option<models::ModelsLayer>,
     context_window: Option<u64>,
+    max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
     cron: Option<CronLayer>,
+    edit_mode: Option<EditMode>,
+    /// Per-model settings of this layer and the layers merged under it (a lower layer's table is kept even
+    /// when a higher layer's `models` list wins the picker).
+    #[serde(skip)]
+    model_settings: BTreeMap<String, ModelSettings>,
+    /// Tool descriptions from `tools/*.md` next to the layer's file (not a key of the file).
+    #[serde(skip)]
+    tool_descriptions: BTreeMap<String, String>,
+    lsp: Option<LspLayer>,
+    mcp: Option<BTreeMap<String, McpServerConfig>>,
+    mcp_startup_timeout_ms: Option<u64>,
+    mcp_call_timeout_ms: Option<u64>,
+    instructions: Option<Vec<String>>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
@@ -259,6 +444,7 @@ fn merge_maps<V>(
 impl Layer {
     /// Fill every field still unset in `self` from `lower`.
     fn under(self, lower: Layer) -> Layer {
+        let model_settings = models::merge_settings(self.all_model_settings(), lower.all_model_settings());
         let retry = match (self.retry, lower.retry) {
             (Some(a), Some(b)) => Some(RetryLayer {
                 max_retries: a.max_retries.or(b.max_retries),
@@ -268,6 +454,9 @@ impl Layer {
             (a, b) => a.or(b),
         };
         Layer {
+            provider: self.provider.or(lower.provider),
+            providers: merge_maps(self.providers, lower.providers),
+            catalogue: merge_maps(self.catalogue, lower.catalogue),
             base_url: self.base_url.or(lower.base_url),
             api_key: self.api_key.or(lower.api_key),
             model: self.model.or(lower.model),
@@ -279,12 +468,37 @@ impl Layer {
             connect_timeout_ms: self.connect_timeout_ms.or(lower.connect_timeout_ms),
             retry,
             formatters: merge_maps(self.formatters, lower.formatters),
+            model_settings,
             models: self.models.or(lower.models),
+            edit_mode: self.edit_mode.or(lower.edit_mode),
+            tool_descriptions: merge_maps(Some(self.tool_descriptions), Some(lower.tool_descriptions))
+                .unwrap_or_default(),
             context_window: self.context_window.or(lower.context_window),
+            max_diff_bytes: self.max_diff_bytes.or(lower.max_diff_bytes),
             default_mode: self.default_mode.or(lower.default_mode),
             // Rules accumulate: user rules first, project rules after them (the last matching rule wins).
             permission: match (self.permission, lower.permission) {
                 (Some(high), Some(low)) => Some(PermissionLayer { rules: [low.rules, high.rules].concat() }),
+                (a, b) => a.or(b),
+            },
+            mcp: match (self.mcp, lower.mcp) {
+                (Some(high), Some(mut low)) => {
+                    for (name, server) in high {
+                        let merged = match low.remove(&name) {
+                            Some(lower) => server.under(lower),
+                            None => server,
+                        };
+                        low.insert(name, merged);
+                    }
+                    Some(low)
+                }
+                (a, b) => a.or(b),
+            },
+            mcp_startup_timeout_ms: self.mcp_startup_timeout_ms.or(lower.mcp_startup_timeout_ms),
+            mcp_call_timeout_ms: self.mcp_call_timeout_ms.or(lower.mcp_call_timeout_ms),
+            // Instruction files accumulate: the user's first, the project's after them.
+            instructions: match (self.instructions, lower.instructions) {
+                (Some(high), Some(low)) => Some([low, high].concat()),
                 (a, b) => a.or(b),
             },
             webfetch: self.webfetch.or(lower.webfetch),
@@ -301,7 +515,17 @@ impl Layer {
                 }),
                 (a, b) => a.or(b),
             },
+            lsp: match (self.lsp, lower.lsp) {
+                (Some(a), Some(b)) => Some(a.under(b)),
+                (a, b) => a.or(b),
+            },
         }
+    }
+
+    /// The per-model settings this layer holds: its own table's and those merged into it.
+    fn all_model_settings(&self) -> BTreeMap<String, ModelSettings> {
+        let own = self.models.as_ref().map(models::ModelsLayer::settings).unwrap_or_default();
+        models::merge_settings(own, self.model_settings.clone())
     }
 
     fn from_env(sources: &Sources) -> Result<Layer, ConfigError> {
@@ -316,14 +540,9 @@ impl Layer {
                 .transpose()
         };
         Ok(Layer {
-            base_url: sources
-                .var("TINYCODE_BASE_URL")
-                .or_else(|| sources.var("OPENAI_BASE_URL"))
-                .map(String::from),
-            api_key: sources
-                .var("TINYCODE_API_KEY")
-                .or_else(|| sources.var("OPENAI_API_KEY"))
-                .map(String::from),
+            provider: sources.var("TINYCODE_PROVIDER").map(String::from),
+            base_url: sources.var("TINYCODE_BASE_URL").map(String::from),
+            api_key: sources.var("TINYCODE_API_KEY").map(String::from),
             model: sources.var("TINYCODE_MODEL").map(String::from),
             data_dir: sources.var("TINYCODE_DATA_DIR").map(PathBuf::from),
             max_turn_requests: number("TINYCODE_MAX_TURN_REQUESTS")?,
@@ -409,14 +628,6 @@ fn origin<T>(env: &Option<T>, project: &Option<T>, user: &Option<T>) -> Origin {
     }
 }
 
-/// May the winning API key go to the winning base URL? Only when both come from the same source, or the URL is
-/// the built-in one: the user's key never goes to a server a project named, nor a project's key to the user's.
-fn key_may_go_to_url(env: &Layer, project: &Layer, user: &Layer) -> bool {
-    let url = origin(&env.base_url, &project.base_url, &user.base_url);
-    let key = origin(&env.api_key, &project.api_key, &user.api_key);
-    url == Origin::BuiltIn || key == Origin::BuiltIn || url == key
-}
-
 /// A session's configuration as loaded.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -434,38 +645,79 @@ impl Config {
     /// Merge environment, project file and user file for a session rooted at `cwd`. Project settings that need
     /// trust are left out unless `trust` says the user trusts them; what they want is returned instead.
     pub fn load(sources: &Sources, cwd: &Path, trust: &Trust) -> Result<Loaded, ConfigError> {
+        let mut user = match &sources.user_config_home {
+            Some(home) => {
+                let mut layer = Layer::from_file(&home.join("tinycode").join("config.toml"))?;
+                layer.tool_descriptions = tools::read_dir(&home.join("tinycode").join(tools::TOOLS_DIR));
+                layer
+            }
+            None => Layer::default(),
+        };
+        if let Some(home) = &sources.user_config_home {
+            user.instructions =
+                user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
+        }
+        let (project, untrusted) = Self::project_layer(cwd, trust)?;
+        let mut project = project.confined();
+        project.instructions =
+            project.instructions.map(|list| project_instructions(list, cwd, sources.var("HOME")));
+        let env = Layer::from_env(sources)?;
+        let resolved = providers::resolve(&env, &project, &user, sources).map_err(ConfigError::Providers)?;
+        for note in &resolved.notes {
+            tracing::warn!("{note}");
+        }
+        let merged = env.under(project).under(user);
+        Ok(Loaded { config: Self::resolve(merged, resolved, sources), untrusted })
+    }
+
+    /// The configuration without any project (the environment and the user's file), as `initialize` and
+    /// `tinycode setup`/`doctor` see it.
+    pub fn load_user(sources: &Sources) -> Result<Config, ConfigError> {
         let user = match &sources.user_config_home {
             Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"))?,
             None => Layer::default(),
         };
-        let (project, untrusted) = Self::project_layer(cwd, trust)?;
-        let project = project.confined();
         let env = Layer::from_env(sources)?;
-        let send_key = key_may_go_to_url(&env, &project, &user);
-        let mut merged = env.under(project).under(user);
-        if !send_key && merged.api_key.take().is_some() {
-            tracing::warn!(
-                "the API key is not sent to the project's base URL: they come from different sources"
-            );
-        }
-        Ok(Loaded { config: Self::resolve(merged, sources), untrusted })
+        let resolved =
+            providers::resolve(&env, &Layer::default(), &user, sources).map_err(ConfigError::Providers)?;
+        Ok(Self::resolve(env.under(user), resolved, sources))
     }
 
     /// The project's layer: all of it when trusted or harmless, else its harmless part and what the rest wants.
+    /// Its tool description files (`.tinycode/tools/*.md`) are prompt text from the repository: they need trust
+    /// like the file's gated settings, as `tools.<name>`. The shell lines of the project's custom commands count as
+    /// gated settings too (`commands.NAME`), so the one trust question covers them and a change to them asks again.
     fn project_layer(cwd: &Path, trust: &Trust) -> Result<(Layer, Option<Request>), ConfigError> {
         let path = Self::project_file(cwd);
-        let Some(text) = read_optional(&path)? else { return Ok((Layer::default(), None)) };
+        let text = read_optional(&path)?;
+        let descriptions = tools::read_dir(&cwd.join(".tinycode").join(tools::TOOLS_DIR));
+        let commands = command_shell_lines(cwd);
+        if text.is_none() && descriptions.is_empty() && commands.is_empty() {
+            return Ok((Layer::default(), None));
+        }
+        let text = text.unwrap_or_default();
         let parse_error =
             |e: toml::de::Error| ConfigError::Parse { path: path.clone(), message: e.to_string() };
         // Every key is checked, gated or not, so a typo is an error rather than a question.
-        let full: Layer = toml::from_str(&text).map_err(parse_error)?;
+        let mut full: Layer = toml::from_str(&text).map_err(parse_error)?;
+        full.tool_descriptions = descriptions.clone();
         let table: toml::Table = toml::from_str(&text).map_err(parse_error)?;
-        let (harmless, gated) = trust::split(&table);
+        let (harmless, mut gated) = trust::split(&table);
+        gated.extend(
+            descriptions.into_iter().map(|(name, text)| (format!("tools.{name}"), toml::Value::String(text))),
+        );
+        let file = match (path.exists(), commands.first()) {
+            (true, _) => path.clone(),
+            (false, Some((_, _, first))) => first.clone(),
+            (false, None) => cwd.join(".tinycode").join(tools::TOOLS_DIR),
+        };
+        gated.extend(commands.into_iter().map(|(key, lines, _)| (key, lines)));
+        gated.sort_by(|a, b| a.0.cmp(&b.0));
         if gated.is_empty() {
             return Ok((full, None));
         }
         let project = trust::canonical(cwd);
-        let mut request = Request::new(&project, &path, &gated);
+        let mut request = Request::new(&project, &file, &gated);
         match trust.standing(&project, &request.fingerprint) {
             Standing::Trusted => Ok((full, None)),
             standing => {
@@ -476,13 +728,16 @@ impl Config {
         }
     }
 
-    fn resolve(layer: Layer, sources: &Sources) -> Config {
+    fn resolve(layer: Layer, resolved: providers::Resolved, sources: &Sources) -> Config {
+        let model_settings = layer.all_model_settings();
         let defaults = RetryConfig::default();
         let retry = layer.retry.unwrap_or_default();
-        Config {
-            base_url: layer.base_url.unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
-            api_key: layer.api_key.filter(|k| !k.is_empty()),
-            model: layer.model.unwrap_or_else(|| DEFAULT_MODEL.to_string()),
+        let mut config = Config {
+            providers: resolved.providers,
+            model: String::new(),
+            model_explicit: resolved.model.is_some(),
+            catalogue: layer.catalogue.unwrap_or_default(),
+            notes: resolved.notes,
             data_dir: layer.data_dir.unwrap_or_else(|| sources.data_dir()),
             max_turn_requests: layer.max_turn_requests.unwrap_or(50).max(1),
             max_output_tokens: layer.max_output_tokens,
@@ -511,14 +766,122 @@ impl Config {
                     remove: s.env_remove.unwrap_or_default(),
                 })
                 .unwrap_or_default(),
-            models: layer.models.unwrap_or_default(),
+            model_settings,
+            models: layer.models.map(|m| m.names()).unwrap_or_default(),
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
             cron: layer.cron.as_ref().and_then(|c| c.enabled).unwrap_or(true),
             cron_durable: layer.cron.and_then(|c| c.durable).unwrap_or(true),
+            lsp: layer.lsp.unwrap_or_default().resolve(),
+            mcp_servers: layer.mcp.unwrap_or_default(),
+            mcp_startup_timeout: Duration::from_millis(layer.mcp_startup_timeout_ms.unwrap_or(10_000)),
+            mcp_call_timeout: Duration::from_millis(layer.mcp_call_timeout_ms.unwrap_or(120_000)),
+            instructions: layer.instructions.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
+            edit_mode: layer.edit_mode.unwrap_or_default(),
+            tool_descriptions: layer.tool_descriptions,
+            git_excludes: git::global_excludes(sources),
+        };
+        config.model = resolved.model.unwrap_or_default();
+        config.settle_model();
+        config
+    }
+
+    /// Settle the model after the providers changed: a provider's default when nothing named one, and qualified
+    /// (`NAME/model`) when several providers are configured.
+    fn settle_model(&mut self) {
+        if !self.model_explicit || self.model.is_empty() {
+            let default = self.providers.first().and_then(Provider::default_model);
+            self.model = default.unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        }
+        self.model = self.qualify(&self.model);
+    }
+
+    /// The default provider, if any.
+    pub fn provider(&self) -> Option<&Provider> {
+        self.providers.first()
+    }
+
+    /// Are models named `NAME/model` (several providers)?
+    pub fn qualified(&self) -> bool {
+        self.providers.len() > 1
+    }
+
+    /// `model` as the picker names it: `NAME/model` when several providers are configured.
+    pub fn qualify(&self, model: &str) -> String {
+        match self.split_model(model) {
+            Some((provider, bare)) if self.qualified() => format!("{}/{bare}", provider.name),
+            _ => model.to_string(),
         }
     }
+
+    /// The provider serving `model` and the model's name there.
+    pub fn split_model<'a>(&'a self, model: &'a str) -> Option<(&'a Provider, &'a str)> {
+        providers::split_model(&self.providers, model)
+    }
+
+    /// Use local servers found by probing, when nothing was configured.
+    pub fn adopt_detected(&mut self, found: Vec<Provider>) {
+        if !self.providers.is_empty() || found.is_empty() {
+            return;
+        }
+        self.providers = found;
+        self.settle_model();
+    }
+}
+
+/// The shell lines of the project's custom commands, as gated settings `commands.NAME` (with the file).
+fn command_shell_lines(cwd: &Path) -> Vec<(String, toml::Value, PathBuf)> {
+    let places = crate::extensions::Places { cwd: cwd.to_path_buf(), home: None, config_home: None };
+    let (commands, _) = crate::extensions::commands::discover(&crate::extensions::command_roots(&places));
+    commands
+        .into_iter()
+        .filter_map(|command| {
+            let lines = crate::extensions::commands::shell_lines(&command.body);
+            (!lines.is_empty()).then(|| {
+                let lines = toml::Value::Array(lines.into_iter().map(toml::Value::String).collect());
+                (format!("commands.{}", command.name), lines, command.path)
+            })
+        })
+        .collect()
+}
+
+/// The user's instruction files as absolute paths: `~/` is the home directory, relative paths start in the
+/// user's tinycode config directory.
+fn user_instructions(list: Vec<String>, dir: &Path, sources: &Sources) -> Vec<String> {
+    list.into_iter()
+        .map(|entry| match (entry.strip_prefix("~/"), sources.var("HOME")) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest),
+            _ => dir.join(&entry),
+        })
+        .map(|path| path.display().to_string())
+        .collect()
+}
+
+/// The project's instruction files as absolute paths. Relative entries must stay inside the project, symlinks
+/// included (anything else needs trust, see `trust::split`); one that escapes is left out with a warning.
+fn project_instructions(list: Vec<String>, cwd: &Path, home: Option<&str>) -> Vec<String> {
+    let root = trust::canonical(cwd);
+    list.into_iter()
+        .filter_map(|entry| {
+            let path = Path::new(&entry);
+            if let (Some(rest), Some(home)) = (entry.strip_prefix("~/"), home) {
+                return Some(Path::new(home).join(rest).display().to_string());
+            }
+            if !trust::inside_project(&entry) {
+                return Some(cwd.join(path).display().to_string());
+            }
+            let joined = cwd.join(path);
+            match std::fs::canonicalize(&joined) {
+                Ok(real) if !real.starts_with(&root) => {
+                    tracing::warn!(file = %joined.display(), "ignoring an instruction file that leads out of the project");
+                    None
+                }
+                _ => Some(joined.display().to_string()),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -586,28 +949,38 @@ mod tests {
         trust(&s, &cwd);
         let config = load(&s, &cwd).unwrap();
         assert_eq!(config.model, "env-model");
-        assert_eq!(config.base_url, "http://project");
-        assert_eq!(config.api_key, None, "the user's key never goes to a server the project named");
+        assert_eq!(config.providers[0].base_url, "http://project");
+        assert_eq!(
+            config.providers[0].api_key, None,
+            "the user's key never goes to a server the project named"
+        );
         assert_eq!(config.max_turn_requests, 7);
         assert_eq!(config.data_dir, PathBuf::from("/data"));
         assert_eq!(config.formatters, BTreeMap::from([("rs".to_string(), vec!["rustfmt".to_string()])]));
     }
 
     #[test]
-    fn tinycode_variables_win_over_openai_variables_and_defaults_apply_last() {
+    fn tinycode_variables_win_over_openai_variables_and_nothing_configured_means_no_provider() {
         let dir = tempfile::tempdir().unwrap();
         let s = sources(
             &[("OPENAI_BASE_URL", "http://openai"), ("OPENAI_API_KEY", "k1"), ("TINYCODE_API_KEY", "k2")],
             None,
         );
         let config = load(&s, dir.path()).unwrap();
-        assert_eq!(config.base_url, "http://openai");
-        assert_eq!(config.api_key.as_deref(), Some("k2"));
-        assert_eq!(config.model, DEFAULT_MODEL);
+        assert_eq!(config.providers.len(), 1);
+        let provider = &config.providers[0];
+        assert_eq!((provider.name.as_str(), provider.base_url.as_str()), ("openai", "http://openai"));
+        assert_eq!(
+            provider.kind,
+            providers::Kind::OpenAiCompatible,
+            "a compatible server speaks Chat Completions"
+        );
+        assert_eq!(provider.api_key.as_deref(), Some("k2"));
+        assert_eq!(config.model, "gpt-4.1");
 
         let config = load(&sources(&[], None), dir.path()).unwrap();
-        assert_eq!(config.base_url, DEFAULT_BASE_URL);
-        assert_eq!(config.api_key, None);
+        assert_eq!(config.providers, vec![]);
+        assert_eq!(config.model, DEFAULT_MODEL);
     }
 
     #[test]
@@ -700,7 +1073,11 @@ mod tests {
         let s = sources(&[], Some(&home));
         let loaded = Config::load(&s, &cwd, &Trust::new(&s)).unwrap();
         let config = loaded.config;
-        assert_eq!((config.base_url.as_str(), config.api_key.as_deref()), ("http://user", Some("k-user")));
+        let provider = &config.providers[0];
+        assert_eq!(
+            (provider.base_url.as_str(), provider.api_key.as_deref()),
+            ("http://user", Some("k-user"))
+        );
         assert_eq!(config.model, DEFAULT_MODEL);
         assert_eq!(config.default_mode, None);
         assert_eq!(config.permission_rules, vec![]);
@@ -749,12 +1126,12 @@ mod tests {
                 trust(&s, &cwd);
             }
             let config = load(&s, &cwd).unwrap();
-            (config.base_url, config.api_key)
+            (config.providers[0].base_url.clone(), config.providers[0].api_key.clone())
         };
         let some = |url: &str, key: Option<&str>| (url.to_string(), key.map(String::from));
         let env_key = [("TINYCODE_API_KEY", "k-env")];
         assert_eq!(case(&env_key, "base_url = \"http://u\"", ""), some("http://u", Some("k-env")));
-        assert_eq!(case(&[], "api_key = \"k-user\"", ""), some(DEFAULT_BASE_URL, Some("k-user")));
+        assert_eq!(case(&[], "api_key = \"k-user\"", ""), some(providers::OPENAI_URL, Some("k-user")));
         assert_eq!(case(&env_key, "", "base_url = \"http://p\""), some("http://p", None));
         assert_eq!(case(&[], "api_key = \"k-user\"", "base_url = \"http://p\""), some("http://p", None));
         assert_eq!(
@@ -762,12 +1139,45 @@ mod tests {
             some("http://p", Some("k-p"))
         );
         assert_eq!(case(&[], "base_url = \"http://u\"", "api_key = \"k-p\""), some("http://u", None));
-        assert_eq!(case(&[], "", "api_key = \"k-p\""), some(DEFAULT_BASE_URL, Some("k-p")));
+        assert_eq!(case(&[], "", "api_key = \"k-p\""), some(providers::OPENAI_URL, Some("k-p")));
         assert_eq!(
             case(&[("TINYCODE_BASE_URL", "http://e")], "api_key = \"k-user\"", "base_url = \"http://p\""),
             some("http://e", Some("k-user")),
             "the environment's URL wins and is the user's own"
         );
+    }
+
+    #[test]
+    fn lsp_is_off_by_default_on_per_language_and_needs_trust_in_a_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
+        let s = sources(&[], Some(&home));
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp,
+            LspConfig { languages: BTreeMap::new(), timeout: DEFAULT_LSP_TIMEOUT }
+        );
+        write(
+            &home.join("tinycode/config.toml"),
+            "[lsp]\nrust = true\ngo = false\ntimeout_ms = 800\n[lsp.python]\ncommand = [\"ruff\", \"server\"]\n",
+        );
+        let user = load(&s, &cwd).unwrap().lsp;
+        let ruff = Some(vec!["ruff".to_string(), "server".to_string()]);
+        assert_eq!(
+            user,
+            LspConfig {
+                languages: BTreeMap::from([("python".to_string(), ruff.clone()), ("rust".to_string(), None)]),
+                timeout: Duration::from_millis(800),
+            }
+        );
+        write(&Config::project_file(&cwd), "[lsp]\ncpp = true\n[lsp.rust]\nenabled = false\n");
+        assert_eq!(load(&s, &cwd).unwrap().lsp, user, "untrusted: the project's [lsp] is ignored");
+        trust(&s, &cwd);
+        assert_eq!(
+            load(&s, &cwd).unwrap().lsp.languages,
+            BTreeMap::from([("c".to_string(), None), ("python".to_string(), ruff)])
+        );
+        write(&Config::project_file(&cwd), "[lsp]\nruby = true\n");
+        assert!(load(&s, &cwd).unwrap_err().to_string().contains("unknown field `ruby`"));
     }
 
     #[test]

@@ -21,7 +21,9 @@ use super::Sources;
 /// They change limits and lists only: nothing in them runs, reaches a new host or allows anything.
 pub const HARMLESS: &[&str] = &[
     "models",
+    "catalogue",
     "context_window",
+    "max_diff_bytes",
     "max_output_tokens",
     "max_turn_requests",
     "stream_idle_timeout_ms",
@@ -31,6 +33,9 @@ pub const HARMLESS: &[&str] = &[
     "shell.client_terminals",
     // Scheduled jobs are on by default and "off" anywhere wins, so a project can only turn them off.
     "cron",
+    "edit_mode",
+    "mcp_startup_timeout_ms",
+    "mcp_call_timeout_ms",
 ];
 
 /// What each setting that needs trust lets a project do, as the ask words it. Settings of features not built yet
@@ -39,16 +44,24 @@ pub const GATED: &[(&str, &str)] = &[
     ("base_url", "send your prompts and code to this server (your own API key is not sent there)"),
     ("api_key", "use its own API key"),
     ("provider", "choose the model provider"),
+    ("providers", "add model providers (where your prompts and code are sent, with which key)"),
     ("model", "choose the model new sessions use (with a router, this also picks who receives your code)"),
     ("default_mode", "choose the mode new sessions start in (`yolo` and `accept-edits` ask less)"),
     ("permission", "add permission rules (they can let commands and edits run without asking)"),
     ("formatters", "run these commands after every file the agent writes"),
     ("data_dir", "keep tinycode's task output in this directory"),
-    ("mcp_servers", "start these MCP servers"),
+    ("mcp", "start these MCP servers (programs on your machine, or services it sends data to)"),
     ("lsp", "start these language servers"),
-    ("commands", "add slash commands that run shell lines"),
+    (
+        "commands",
+        "run these shell lines when you use the project's slash command (each line still asks first)",
+    ),
     ("hooks", "run these hooks"),
-    ("instructions", "load these instruction files into the prompt"),
+    (
+        "instructions",
+        "load these files from outside the project into the prompt (the model may send them on)",
+    ),
+    ("tools", "replace what the model is told about this tool (prompt text from the repository)"),
 ];
 
 /// Why an unlisted setting is gated.
@@ -88,9 +101,39 @@ pub fn split(table: &Table) -> (Table, Vec<(String, Value)>) {
     (harmless, gated)
 }
 
+/// Does an `instructions` entry name a file inside the project (relative, no `..`, no `~`)? Such entries are
+/// harmless: the project's own files. Symlinks are checked when the files are read.
+pub fn inside_project(entry: &str) -> bool {
+    let path = Path::new(entry);
+    !entry.starts_with('~')
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+}
+
+/// `instructions`: the entries inside the project are harmless, the others gated.
+fn split_instructions(value: &Value, harmless: &mut Table, gated: &mut Vec<(String, Value)>) {
+    let Value::Array(entries) = value else {
+        gated.push(("instructions".into(), value.clone()));
+        return;
+    };
+    let (inside, outside): (Vec<Value>, Vec<Value>) =
+        entries.iter().cloned().partition(|e| e.as_str().is_some_and(inside_project));
+    if !inside.is_empty() {
+        harmless.insert("instructions".into(), Value::Array(inside));
+    }
+    if !outside.is_empty() {
+        gated.push(("instructions".into(), Value::Array(outside)));
+    }
+}
+
 fn split_under(table: &Table, prefix: &str, gated: &mut Vec<(String, Value)>) -> Table {
     let mut harmless = Table::new();
     for (key, value) in table {
+        if prefix.is_empty() && key == "instructions" {
+            split_instructions(value, &mut harmless, gated);
+            continue;
+        }
         let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
         let below = format!("{path}.");
         if is_harmless(&path) {
@@ -225,7 +268,8 @@ pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, S
         let file = super::Config::project_file(&project);
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
-        return Ok(if gated.is_empty() {
+        let descriptions = super::tools::read_dir(&project.join(".tinycode").join(super::tools::TOOLS_DIR));
+        return Ok(if gated.is_empty() && descriptions.is_empty() {
             format!("{} sets nothing that needs trust; there is nothing to trust.", file.display())
         } else {
             format!("{} is already trusted with its current settings.", project.display())
@@ -255,7 +299,7 @@ struct Entry {
 }
 
 /// A TOML basic string.
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     let mut out = String::from("\"");
     for c in text.chars() {
         match c {

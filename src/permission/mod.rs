@@ -41,10 +41,13 @@ pub enum Category {
     /// A file tool reading a secret file (`.env`, a private key): asked every time.
     #[serde(rename = "secret-read")]
     SecretRead,
+    /// A tool of an MCP server; patterns are `server/tool`.
+    #[serde(rename = "mcp")]
+    Mcp,
 }
 
 impl Category {
-    pub const ALL: [Category; 10] = [
+    pub const ALL: [Category; 11] = [
         Category::Read,
         Category::Edit,
         Category::Shell,
@@ -55,6 +58,7 @@ impl Category {
         Category::SecretShell,
         Category::ExternalDirectory,
         Category::SecretRead,
+        Category::Mcp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -69,6 +73,7 @@ impl Category {
             Category::SecretShell => "secret-shell",
             Category::ExternalDirectory => "external_directory",
             Category::SecretRead => "secret-read",
+            Category::Mcp => "mcp",
         }
     }
 
@@ -264,10 +269,13 @@ const PLAN_SAFE_TOOLS: [&str; 1] = ["todowrite"];
 /// The fail-closed check in front of every rule: plan mode never edits and never runs anything that is not a
 /// read, whatever the rules say.
 pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
-    let forbidden = matches!(
-        ask.category,
-        Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
-    );
+    // An MCP tool may change anything; only one its server marks read-only is even asked about in plan mode.
+    let mcp_change = ask.category == Category::Mcp && ask.presentation.kind != crate::display::Kind::Read;
+    let forbidden = mcp_change
+        || matches!(
+            ask.category,
+            Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
+        );
     (agent == "plan" && forbidden && !PLAN_SAFE_TOOLS.contains(&ask.tool.as_str())).then(|| {
         (
             Rule::new(ask.category.as_str(), "*", Action::Deny),
@@ -348,6 +356,16 @@ impl Service {
     /// Replace the rules from configuration (the user trusted the project that sets them).
     pub fn set_config_rules(&self, rules: Vec<Rule>) {
         *write(&self.config_rules) = rules;
+    }
+
+    /// Who answers this session's asks (a subagent's asks go to its parent's).
+    pub fn approver(&self) -> Option<Arc<dyn Approver>> {
+        self.approver.clone()
+    }
+
+    /// The rules from configuration, as they stand.
+    pub fn config_rules(&self) -> Vec<Rule> {
+        read(&self.config_rules)
     }
 
     /// The project's remembered rules (to list and revoke them).
@@ -436,10 +454,27 @@ impl Service {
 
     /// Put `ask` to the user whatever the rules and the mode say (an undo that would discard newer changes, a
     /// worktree removal that would lose work). Nobody to ask is a rejection.
-    pub async fn confirm(&self, ask: &Ask) -> Reply {
+    pub async fn insist(&self, ask: &Ask) -> Reply {
         let Some(approver) = &self.approver else { return Reply::RejectOnce };
         let _serial = self.ask_lock.lock().await;
         approver.ask(ask).await
+    }
+
+    /// Ask the user whatever the rules would allow (a deny rule and the plan-mode guard still refuse): for code
+    /// the user did not write in this conversation, such as the shell lines of a custom command. The ask offers
+    /// no "always" and nothing is remembered; nobody to ask means no.
+    pub async fn confirm(&self, ask: &Ask, why: &str) -> Verdict {
+        if let Err(verdict) = self.decide(ask, true) {
+            return verdict;
+        }
+        let Some(approver) = &self.approver else { return Verdict::Rejected };
+        let _serial = self.ask_lock.lock().await;
+        let ask = Ask { protected: Some(why.to_string()), ..ask.clone() };
+        match approver.ask(&ask).await {
+            Reply::AllowOnce | Reply::AllowAlways => Verdict::Allow,
+            Reply::RejectOnce | Reply::RejectAlways => Verdict::Rejected,
+            Reply::Cancelled => Verdict::Cancelled,
+        }
     }
 
     /// Decide whether the call may run, asking the user when the rules say so.
@@ -642,6 +677,36 @@ mod tests {
         assert_eq!(s.check(&todo).await, Verdict::Allow, "planning tools stay usable");
         s.set_agent("build");
         assert_eq!(s.check(&ask(Category::Edit, "x")).await, Verdict::Allow, "the config rule applies again");
+    }
+
+    #[tokio::test]
+    async fn mcp_tools_ask_and_plan_mode_refuses_those_their_server_does_not_mark_read_only() {
+        let approver = scripted(vec![Reply::AllowOnce, Reply::AllowAlways]);
+        let plan = service("plan", vec![], Some(approver.clone()));
+        assert!(matches!(plan.check(&ask(Category::Mcp, "fx/write")).await, Verdict::Denied { .. }));
+        let mut read_only = ask(Category::Mcp, "fx/echo");
+        read_only.presentation.kind = crate::display::Kind::Read;
+        assert_eq!(plan.check(&read_only).await, Verdict::Allow, "asked, and the user allowed it");
+        let build = service("build", vec![], Some(approver.clone()));
+        assert_eq!(build.check(&read_only).await, Verdict::Allow);
+        assert_eq!(build.check(&read_only).await, Verdict::Allow, "remembered for fx/echo");
+        assert_eq!(*approver.asked.lock().unwrap(), vec!["fx/echo", "fx/echo"]);
+        assert_eq!(build.remembered().list(), vec![Rule::new("mcp", "fx/echo", Action::Allow)]);
+    }
+
+    #[tokio::test]
+    async fn confirm_asks_whatever_the_rules_allow_and_offers_no_always() {
+        let approver = scripted(vec![Reply::AllowAlways, Reply::AllowOnce]);
+        let s = service("yolo", vec![], Some(approver.clone()));
+        let line = ask(Category::Read, "ls");
+        assert_eq!(s.confirm(&line, "a command's shell line").await, Verdict::Allow);
+        assert_eq!(s.confirm(&line, "a command's shell line").await, Verdict::Allow);
+        let shown = approver.shown.lock().unwrap().clone();
+        assert_eq!(shown.len(), 2, "asked every time, even in yolo for a read-only command");
+        assert!(!shown[0].offers_always());
+        assert_eq!(s.remembered().list(), vec![], "nothing is remembered");
+        let denied = service("build", vec![Rule::new("shell", "rm", Action::Deny)], Some(scripted(vec![])));
+        assert!(matches!(denied.confirm(&ask(Category::Shell, "rm x"), "why").await, Verdict::Denied { .. }));
     }
 
     #[tokio::test]

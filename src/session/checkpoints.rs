@@ -23,17 +23,6 @@ use crate::permission::{Ask, Category, Reply};
 use crate::store::checkpoints::{CheckpointRow, SavedFile};
 use crate::workspace::changes::{Before, fingerprint_of};
 
-/// The commands as advertised: name, description, input hint.
-pub const UNDO: (&str, &str, Option<&str>) =
-    ("undo", "Revert the file changes of the last turn (the editor shows the revert as a diff)", None);
-pub const CHECKPOINTS: (&str, &str, Option<&str>) =
-    ("checkpoints", "List the turns that changed files; /restore N returns to one", None);
-pub const RESTORE: (&str, &str, Option<&str>) = (
-    "restore",
-    "Put the files back as they were before checkpoint N (undoing it and every later turn)",
-    Some("checkpoint number"),
-);
-
 /// Files named per checkpoint in the listing before "+N more".
 const LISTED_FILES: usize = 4;
 
@@ -255,7 +244,7 @@ impl Session {
                 protected: Some("it discards changes made after the checkpoint".into()),
             };
             let reply = tokio::select! {
-                reply = self.perms.confirm(&ask) => reply,
+                reply = self.perms.insist(&ask) => reply,
                 () = cancel.cancelled() => Reply::Cancelled,
             };
             if !matches!(reply, Reply::AllowOnce | Reply::AllowAlways) {

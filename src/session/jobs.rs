@@ -147,6 +147,7 @@ pub fn unattended() -> Seams {
         terminals: None,
         asker: None,
         trust: None,
+        elicitor: None,
         additional_directories: Vec::new(),
     }
 }

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::models::Catalogue;
@@ -21,7 +20,8 @@ use crate::bus::Bus;
 use crate::config::trust::Trust;
 use crate::config::{Config, ConfigError, Loaded, Sources};
 use crate::control::Control;
-use crate::llm::openai::OpenAiClient;
+use crate::llm::detect::Detector;
+use crate::llm::router::Router;
 use crate::permission;
 use crate::permission::remembered::Remembered;
 use crate::schedule::{Clock, Scheduler, Zone};
@@ -32,6 +32,7 @@ use crate::store::{Store, StoreError};
 use crate::tool::Registry;
 use crate::workspace::changes::Recorder;
 use crate::workspace::files::{FileLocks, Files};
+use crate::workspace::ignore_rules::Stack;
 
 /// Why a session operation failed. Handled by the ACP layer, which maps each to an error code.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +88,8 @@ pub struct Manager {
     stop: CancellationToken,
     /// Offer scheduled jobs and fire them (not in one-shot headless runs).
     schedule: bool,
+    /// Finds local model servers when nothing is configured.
+    detector: Arc<Detector>,
 }
 
 impl Manager {
@@ -101,7 +104,9 @@ impl Manager {
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
+        let targets = crate::llm::detect::default_targets(sources.var("OLLAMA_HOST"));
         Self {
+            detector: Arc::new(Detector::new(targets)),
             trust: Arc::new(Trust::new(&sources)),
             ask_trust: true,
             sources,
@@ -136,8 +141,43 @@ impl Manager {
         self
     }
 
+    /// Probe these loopback targets (instead of the default ports) when nothing is configured.
+    pub fn with_detector(mut self, detector: Detector) -> Self {
+        self.detector = Arc::new(detector);
+        self
+    }
+
     pub fn bus(&self) -> &Bus {
         &self.bus
+    }
+
+    /// Where this manager's configuration comes from.
+    pub fn sources(&self) -> &Sources {
+        &self.sources
+    }
+
+    /// The configuration for a session rooted at `cwd`, with local servers found by probing when nothing is
+    /// configured (the probes are cached).
+    pub async fn load_config(&self, cwd: &Path) -> Result<Loaded, SessionError> {
+        let mut loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        if loaded.config.providers.is_empty() {
+            let found = self.detector.detect().await;
+            loaded.config.adopt_detected(found.into_iter().map(|f| f.provider).collect());
+        }
+        Ok(loaded)
+    }
+
+    /// Reload every live session's configuration (after the user signed in).
+    pub async fn reload_all(&self) {
+        let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+        for session in sessions {
+            match self.load_config(&session.cwd).await {
+                Ok(loaded) => session.reload(loaded),
+                Err(e) => {
+                    tracing::warn!(session = %session.id, error = %e, "the configuration could not be reloaded")
+                }
+            }
+        }
     }
 
     /// The database file: `TINYCODE_DATA_DIR/tinycode.db` (default `$XDG_DATA_HOME/tinycode`).
@@ -186,7 +226,7 @@ impl Manager {
         row: &SessionRow,
         loaded: Loaded,
         conversation: Conversation,
-        mcp_servers: Vec<Value>,
+        declared: Vec<crate::mcp::Declared>,
         seams: Seams,
     ) -> Arc<Session> {
         let Loaded { config, untrusted } = loaded;
@@ -205,33 +245,50 @@ impl Manager {
             config.permission_rules.clone(),
             seams.approver.clone(),
         );
-        // One environment for every command the session runs: bash, tasks and formatters.
+        let link = Arc::new(std::sync::OnceLock::new());
+        let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
+        mcp.set_elicitor(seams.elicitor.clone());
+        mcp.hold();
+        // One environment for every command the session runs: bash, tasks, formatters and MCP servers.
         let environment = Arc::new(Environment::new(&config.env_policy));
         let changes = Arc::new(Recorder::default());
         let closed = CancellationToken::new();
+        mcp.set_environment(environment.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
-            files: Arc::new(
-                Files::new(
+            mcp,
+            declared: Mutex::new(declared),
+            catalog: Arc::new(std::sync::RwLock::new(crate::extensions::Catalog::default())),
+            advertised: Mutex::new(None),
+            announced: std::sync::atomic::AtomicBool::new(false),
+            pending_notices: Mutex::new(Vec::new()),
+            reported: Mutex::new(std::collections::HashSet::new()),
+            files: Arc::new({
+                let files = Files::new(
                     seams.roots(&cwd),
                     seams.fs.clone(),
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
                 .with_environment(environment.clone())
-                .with_changes(changes.clone()),
-            ),
+                .with_diff_limit(config.max_diff_bytes)
+                .with_changes(changes.clone());
+                // Searches honour the user's global git excludes; the defaults are anchored at the project.
+                files.set_ignores(Stack::new(&cwd, config.git_excludes.as_deref()));
+                files
+            }),
             tasks: Arc::new(
-                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment),
+                Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment.clone()),
             ),
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment, &cwd)),
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
-            model: Mutex::new(Arc::new(OpenAiClient::new(&config))),
-            models: Mutex::new(self.catalogue.for_provider(&config, &self.bus)),
+            model: Mutex::new(Arc::new(Router::new(&config))),
+            models: Mutex::new(self.catalogue.for_config(&config, &self.bus)),
             models_swapped: Arc::new(tokio::sync::Notify::new()),
             catalogue: self.catalogue.clone(),
-            cwd,
+            cwd: cwd.clone(),
             created_at: row.created_at,
-            registry: self.registry.clone(),
+            registry: Arc::new(self.registry.fork()),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
             settings_sink: Mutex::new(seams.settings.clone()),
@@ -250,8 +307,17 @@ impl Manager {
             trust: self.trust.clone(),
             untrusted: Mutex::new(untrusted),
             trust_asker: Mutex::new(seams.trust.clone().filter(|_| self.ask_trust)),
+            depth: 0,
+            ancestors: Vec::new(),
+            instructions: None,
+            agents: Arc::new(super::agents::discover(self.sources.user_config_home.as_deref(), &cwd)),
+            children: Arc::default(),
+            subagents: std::sync::OnceLock::new(),
         });
-        let _ = mcp_servers;
+        session.enable_subagents();
+        let _ = link.set(Arc::downgrade(&session));
+        session.apply_mcp(&session.config());
+        session.refresh_extensions();
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
         if self.schedule && session.config().cron {
@@ -271,10 +337,10 @@ impl Manager {
     pub async fn create(
         &self,
         cwd: &Path,
-        mcp_servers: Vec<Value>,
+        mcp_servers: Vec<crate::mcp::Declared>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
-        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let loaded = self.load_config(cwd).await?;
         let config = &loaded.config;
         let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let now = crate::clock::now_millis();
@@ -305,12 +371,14 @@ impl Manager {
         self.live(id)
     }
 
-    /// Open a stored session (or take over a live one) for a new connection. Returns the session and, when
-    /// `replay` is set, the events that redraw its conversation.
+    /// Open a stored session (or take over a live one) for a new connection, with the MCP servers the editor
+    /// declares now (`None`: keep those it had). Returns the session and, when `replay` is set, the events that
+    /// redraw its conversation.
     pub async fn open(
         &self,
         id: &str,
         cwd: &Path,
+        declared: Option<Vec<crate::mcp::Declared>>,
         seams: Seams,
         replay: bool,
     ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
@@ -324,7 +392,7 @@ impl Manager {
             )));
         }
         let stored = store.messages(id).await?;
-        let loaded = Config::load(&self.sources, cwd, &self.trust)?;
+        let loaded = self.load_config(cwd).await?;
         let config = &loaded.config;
         let todos = store.todos(id).await?;
         // Decoding a long conversation is CPU work: keep it off the async runtime.
@@ -340,18 +408,23 @@ impl Manager {
             }
             if let Some(used) = store.last_usage(id).await? {
                 let model = row.model.clone().unwrap_or_else(|| config.model.clone());
-                let size = super::settings::context_window(&model, config.context_window);
+                let size = config
+                    .context_window
+                    .unwrap_or_else(|| crate::llm::catalogue::for_model(config, &model).context);
                 events.push(AgentEvent::Usage { used, size });
             }
         }
         if let Some(live) = self.live(id) {
             let seams = Seams { trust: seams.trust.filter(|_| self.ask_trust), ..seams };
             live.rebind(&seams);
+            if let Some(declared) = declared {
+                live.redeclare(declared);
+            }
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
         let worktree = store.worktree(id).await?;
-        let session = self.assemble(&row, loaded, conversation, Vec::new(), seams).await;
+        let session = self.assemble(&row, loaded, conversation, declared.unwrap_or_default(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }
@@ -363,7 +436,7 @@ impl Manager {
     pub(super) async fn open_unattended(&self, id: &str) -> Option<Arc<Session>> {
         let store = self.store().await.ok()?;
         let row = store.session(id).await.ok()??;
-        match self.open(id, Path::new(&row.cwd), super::jobs::unattended(), false).await {
+        match self.open(id, Path::new(&row.cwd), None, super::jobs::unattended(), false).await {
             Ok((session, _)) => {
                 session.headless.store(true, std::sync::atomic::Ordering::Relaxed);
                 Some(session)
@@ -409,11 +482,12 @@ impl Manager {
         )
     }
 
-    /// Stop a session's work and forget it in memory (it stays stored).
+    /// Stop a session's work, close its MCP servers and forget it in memory (it stays stored).
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
         self.scheduler.forget_session(id, false);
-        if let Some(session) = lock(&self.sessions).remove(id) {
-            session.close();
+        let live = lock(&self.sessions).remove(id);
+        if let Some(session) = live {
+            session.shutdown().await;
             return Ok(());
         }
         match self.store().await?.session(id).await? {
@@ -427,7 +501,7 @@ impl Manager {
         self.scheduler.forget_session(id, true);
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = &live {
-            session.close();
+            session.shutdown().await;
         }
         let existed = self.store().await?.delete_session(id).await?;
         if existed || live.is_some() { Ok(()) } else { Err(SessionError::NotFound(id.to_string())) }
@@ -437,9 +511,9 @@ impl Manager {
     pub async fn shutdown(&self) {
         self.stop.cancel();
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
-        for session in sessions {
-            session.close();
-        }
+        // Language servers first, so their polite shutdown is awaited (close would start it in the background).
+        futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
+        futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
         if let Some(Ok(store)) = self.store.get()
             && let Err(e) = store.flush().await
         {

@@ -8,29 +8,38 @@
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
+pub mod agents;
 pub mod checkpoints;
 pub mod commands;
+mod extensions;
 pub mod jobs;
 pub mod manager;
 pub mod models;
 pub mod queue;
+pub mod relay;
 pub mod settings;
+mod slash;
+pub mod subagents;
 pub mod trust;
 pub mod turns;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::event::CommandInfo;
 use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink};
 use crate::bus::{Bus, Event};
 use crate::config::Config;
 use crate::config::Sources;
 use crate::config::trust::{Request, Trust};
 use crate::control::{Asker, Control, Todo, Worktree};
+use crate::extensions::Catalog;
 use crate::llm::{ModelClient, UserPart};
+use crate::lsp;
+use crate::mcp::{Elicitor, Servers};
 use crate::permission::{self, Approver};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
@@ -39,7 +48,6 @@ use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
 use crate::workspace::changes::Recorder;
 use crate::workspace::files::{ClientFs, Files};
-pub use commands::COMMANDS;
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 pub use trust::{TrustAnswer, TrustAsker};
@@ -65,6 +73,8 @@ pub struct Seams {
     pub asker: Option<Arc<dyn Asker>>,
     /// How the user is asked to trust a project; `None` never asks (its settings that need trust stay ignored).
     pub trust: Option<Arc<dyn TrustAsker>>,
+    /// The editor's form for MCP servers' questions; `None` declines them.
+    pub elicitor: Option<Arc<dyn Elicitor>>,
     /// The editor's `additionalDirectories`: absolute roots the file tools treat as inside, like the
     /// session's own directory.
     pub additional_directories: Vec<PathBuf>,
@@ -111,10 +121,24 @@ pub struct Session {
     config: Mutex<Arc<Config>>,
     created_at: i64,
     model: Mutex<Arc<dyn ModelClient>>,
+    /// The built-in tools plus this session's MCP tools and `skill`.
     registry: Arc<Registry>,
+    mcp: Arc<Servers>,
+    /// The MCP servers the editor declared (config servers are added from the configuration).
+    declared: Mutex<Vec<crate::mcp::Declared>>,
+    /// Skills and custom commands, rediscovered before each prompt.
+    catalog: Arc<RwLock<Catalog>>,
+    /// The commands last advertised, and whether the editor may hear about the session yet (after its answer).
+    advertised: Mutex<Option<Vec<CommandInfo>>>,
+    announced: AtomicBool,
+    /// Notices held until the editor knows the session, and problems already reported (each once).
+    pending_notices: Mutex<Vec<(String, String)>>,
+    reported: Mutex<std::collections::HashSet<String>>,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
     tasks: Arc<Tasks>,
+    /// The session's language servers (diagnostics after edits), started only when the user turned them on.
+    lsp: Arc<lsp::Service>,
     terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Mutex<Arc<dyn EventSink>>,
     settings_sink: Mutex<Arc<dyn SettingsSink>>,
@@ -124,7 +148,8 @@ pub struct Session {
     store: Option<Store>,
     settings: Mutex<Settings>,
     title: Mutex<Option<String>>,
-    models: Mutex<Arc<models::ModelList>>,
+    /// Each provider's model list, with the provider's name (the default provider first).
+    models: Mutex<Vec<(String, Arc<models::ModelList>)>>,
     /// Fired when `models` is replaced (a trusted project named another provider).
     models_swapped: Arc<tokio::sync::Notify>,
     catalogue: Arc<models::Catalogue>,
@@ -142,6 +167,18 @@ pub struct Session {
     /// What the project file wants that needs the user's trust, while they have not given it.
     untrusted: Mutex<Option<Request>>,
     trust_asker: Mutex<Option<Arc<dyn TrustAsker>>>,
+    /// How deep this session is nested below the user's (0 for the user's own session).
+    depth: u32,
+    /// The sessions above a subagent, nearest first: its token usage counts towards theirs.
+    ancestors: Vec<String>,
+    /// A subagent's own instructions, added to its system prompt.
+    instructions: Option<String>,
+    /// The agents this session's `task` calls may start.
+    agents: Arc<Vec<agents::AgentDef>>,
+    /// The subagents this session started.
+    children: Arc<subagents::Children>,
+    /// Runs this session's `task` calls (set once the session is shared).
+    subagents: std::sync::OnceLock<Arc<dyn crate::tool::subagent::Subagents>>,
 }
 
 fn new_id(prefix: &str) -> String {
@@ -192,6 +229,7 @@ impl Session {
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();
         self.control.set_asker(seams.asker.clone());
+        self.mcp.set_elicitor(seams.elicitor.clone());
     }
 
     /// The configuration as it stands.
@@ -199,8 +237,28 @@ impl Session {
         lock(&self.config).clone()
     }
 
-    fn models(&self) -> Arc<models::ModelList> {
+    fn models(&self) -> Vec<(String, Arc<models::ModelList>)> {
         lock(&self.models).clone()
+    }
+
+    /// The models the picker offers: every provider's, named `NAME/model` when there are several.
+    fn model_ids(&self) -> Vec<String> {
+        let qualified = self.config().qualified();
+        let mut ids = Vec::new();
+        for (name, list) in self.models() {
+            for id in list.get() {
+                let id = if qualified { format!("{name}/{id}") } else { id };
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        ids
+    }
+
+    /// What tinycode knows of `model` under this session's configuration.
+    pub fn model_info(&self, model: &str) -> crate::llm::catalogue::ModelInfo {
+        crate::llm::catalogue::for_model(&self.config(), model)
     }
 
     /// Save the new to-do list, show it as the editor's plan, and announce it.
@@ -240,12 +298,12 @@ impl Session {
 
     /// The config options as they stand now.
     pub fn options(&self) -> Vec<ConfigOption> {
-        self.settings().options(&self.models().get())
+        self.settings().options(&self.model_ids())
     }
 
     /// Change one option. Returns the complete new list.
     pub fn set_option(&self, option: &str, value: &str) -> Result<Vec<ConfigOption>, String> {
-        let models = self.models().get();
+        let models = self.model_ids();
         lock(&self.settings).set(option, value, &models)?;
         self.apply_settings();
         Ok(self.options())
@@ -306,22 +364,35 @@ impl Session {
 
     /// Fetch the provider's model list in the background (after the editor has the session), unless done.
     pub fn refresh_models(&self) {
-        self.models().refresh();
+        for (_, list) in self.models() {
+            list.refresh();
+        }
     }
 
-    /// Announce the model list to the editor whenever it grows or is replaced, until the session closes.
+    /// Announce the model list to the editor whenever one of the provider lists grows or they are replaced,
+    /// until the session closes.
     fn watch_models(self: &Arc<Self>) {
-        let mut changes = self.models().subscribe();
+        let subscribe = |session: &Session| -> Vec<tokio::sync::watch::Receiver<u64>> {
+            session.models().iter().map(|(_, list)| list.subscribe()).collect()
+        };
+        let mut changes = subscribe(self);
         let (session, closed, swapped) =
             (Arc::downgrade(self), self.closed.clone(), self.models_swapped.clone());
         tokio::spawn(async move {
             loop {
+                let any_change = async {
+                    if changes.is_empty() {
+                        return std::future::pending::<bool>().await;
+                    }
+                    let waits = changes.iter_mut().map(|c| Box::pin(c.changed()));
+                    futures::future::select_all(waits).await.0.is_ok()
+                };
                 tokio::select! {
                     _ = closed.cancelled() => return,
-                    changed = changes.changed() => if changed.is_err() { return },
+                    changed = any_change => if !changed { return },
                     () = swapped.notified() => {
                         let Some(session) = session.upgrade() else { return };
-                        changes = session.models().subscribe();
+                        changes = subscribe(&session);
                     }
                 }
                 let Some(session) = session.upgrade() else { return };
@@ -330,11 +401,27 @@ impl Session {
         });
     }
 
-    /// Cancel everything, stop the session's background tasks, and refuse further work.
+    /// Cancel everything, stop the session's background tasks and language servers, and refuse further work.
     pub fn close(&self) {
         self.closed.cancel();
         self.queue.cancel();
         self.tasks.stop_all();
+        self.children.close_all();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let lsp = self.lsp.clone();
+            runtime.spawn(async move { lsp.shutdown().await });
+        }
+    }
+
+    /// Shut the session's language servers down and wait until they are gone (process exit).
+    pub async fn stop_servers(&self) {
+        self.lsp.shutdown().await;
+    }
+
+    /// Close the session and its MCP servers (each within about two seconds, all at once).
+    pub async fn shutdown(&self) {
+        self.close();
+        self.mcp.close().await;
     }
 
     /// A copy of the conversation history (for tests and diagnostics).

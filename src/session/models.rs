@@ -1,7 +1,8 @@
-//! The models a session can pick: the configured ones plus whatever the provider's `GET /models` answers,
-//! fetched per provider in the background, once the editor has its session (so `session/new` never waits on
-//! the network, nor on building the HTTP client). A failed fetch is tried again by the next session. Sessions
-//! watch their list and announce it when it grows.
+//! The models a session can pick: for each provider, its configured models plus whatever its `GET /models`
+//! answers, fetched per provider in the background once the editor has its session (so `session/new` never
+//! waits on the network, nor on building the HTTP client). For a server on this machine, what it reports about
+//! the default model (context, tools, images) is asked for too. A failed fetch is tried again by the next
+//! session. Sessions watch their lists and announce them when they grow.
 //!
 //! Owns the model-list cache. Must not touch session settings.
 
@@ -13,7 +14,8 @@ use tokio::sync::watch;
 use super::lock;
 use crate::bus::{Bus, Event};
 use crate::config::Config;
-use crate::llm::openai;
+use crate::config::providers::Provider;
+use crate::llm::{detect, router};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fetch {
@@ -28,8 +30,8 @@ pub struct ModelList {
     ids: Mutex<Vec<String>>,
     fetch: Mutex<Fetch>,
     changed: watch::Sender<u64>,
-    /// The provider, for fetching.
-    config: Mutex<Option<Config>>,
+    /// The provider and the configuration to fetch with.
+    source: Mutex<Option<(Provider, Config)>>,
     bus: Mutex<Option<Bus>>,
 }
 
@@ -39,7 +41,7 @@ impl ModelList {
             ids: Mutex::new(Vec::new()),
             fetch: Mutex::new(Fetch::Idle),
             changed: watch::channel(0).0,
-            config: Mutex::new(None),
+            source: Mutex::new(None),
             bus: Mutex::new(None),
         }
     }
@@ -58,10 +60,10 @@ impl ModelList {
             }
             idle
         };
-        let provider = lock(&self.config).clone().zip(lock(&self.bus).clone());
-        if let (true, Some((config, bus))) = (start, provider) {
+        let source = lock(&self.source).clone().zip(lock(&self.bus).clone());
+        if let (true, Some(((provider, config), bus))) = (start, source) {
             let list = self.clone();
-            tokio::spawn(async move { fetch(&list, &config, &bus).await });
+            tokio::spawn(async move { fetch(&list, &provider, &config, &bus).await });
         }
     }
 
@@ -88,45 +90,67 @@ impl ModelList {
     }
 }
 
-/// Every provider's list, keyed by base URL.
+/// Every provider's list, keyed by provider name and base URL.
 #[derive(Default)]
 pub struct Catalogue {
-    lists: Mutex<HashMap<String, Arc<ModelList>>>,
+    lists: Mutex<HashMap<(String, String), Arc<ModelList>>>,
 }
 
 impl Catalogue {
-    /// The list for `config`'s provider, holding its configured models (call [`ModelList::refresh`] to fetch).
-    pub fn for_provider(&self, config: &Config, bus: &Bus) -> Arc<ModelList> {
-        let list = lock(&self.lists)
-            .entry(config.base_url.clone())
-            .or_insert_with(|| Arc::new(ModelList::new()))
-            .clone();
-        list.extend(&configured(config));
-        lock(&list.config).get_or_insert_with(|| config.clone());
+    /// The lists of `config`'s providers, each holding its configured models (call [`ModelList::refresh`] to
+    /// fetch), with the provider's name.
+    pub fn for_config(&self, config: &Config, bus: &Bus) -> Vec<(String, Arc<ModelList>)> {
+        config
+            .providers
+            .iter()
+            .enumerate()
+            .map(|(index, provider)| {
+                (provider.name.clone(), self.for_provider(provider, index == 0, config, bus))
+            })
+            .collect()
+    }
+
+    fn for_provider(&self, provider: &Provider, default: bool, config: &Config, bus: &Bus) -> Arc<ModelList> {
+        let key = (provider.name.clone(), provider.base_url.clone());
+        let list = lock(&self.lists).entry(key).or_insert_with(|| Arc::new(ModelList::new())).clone();
+        list.extend(&configured(provider, default, config));
+        lock(&list.source).get_or_insert_with(|| (provider.clone(), config.clone()));
         lock(&list.bus).get_or_insert_with(|| bus.clone());
         list
     }
 }
 
-/// The configured models, the session default first.
-fn configured(config: &Config) -> Vec<String> {
-    std::iter::once(config.model.clone()).chain(config.models.iter().cloned()).collect()
+/// The configured models of `provider`: the session default first (when it is this provider's), its own list,
+/// then (for the default provider) the top-level `models`.
+fn configured(provider: &Provider, default: bool, config: &Config) -> Vec<String> {
+    let current = config
+        .split_model(&config.model)
+        .filter(|(p, _)| p.name == provider.name)
+        .map(|(_, m)| m.to_string());
+    let extra = if default { config.models.clone() } else { Vec::new() };
+    current.into_iter().chain(provider.models.iter().cloned()).chain(extra).collect()
 }
 
-async fn fetch(list: &ModelList, config: &Config, bus: &Bus) {
-    let result = openai::list_models(config).await;
+async fn fetch(list: &ModelList, provider: &Provider, config: &Config, bus: &Bus) {
+    let endpoint = router::endpoint(provider, config);
+    let result = router::list_models(&endpoint, provider.kind).await;
     let (state, models) = match result {
         Ok(ids) => {
             list.extend(&ids);
             (Fetch::Done, Some(ids))
         }
         Err(e) => {
-            tracing::info!(error = %e, "the provider's model list is unavailable; offering the configured models");
+            tracing::info!(provider = %provider.name, error = %e, "the provider's model list is unavailable; offering the configured models");
             (Fetch::Idle, None)
         }
     };
+    if provider.is_local()
+        && let Some(model) = list.get().first()
+    {
+        detect::describe(&provider.base_url, model).await;
+    }
     *lock(&list.fetch) = state;
-    bus.publish(Event::ModelsListed { base_url: config.base_url.clone(), models });
+    bus.publish(Event::ModelsListed { base_url: provider.base_url.clone(), models });
 }
 
 #[cfg(test)]

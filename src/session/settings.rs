@@ -1,6 +1,6 @@
 //! A session's settings and how they are offered to the editor: the mode (build, plan, accept-edits, yolo), the
 //! model, and the reasoning level when the model has one, as config options of the core's own shape (the
-//! `acp` layer converts them). Also the context window of known models.
+//! `acp` layer converts them). What a model can do comes from the model catalogue (`llm::catalogue`).
 //!
 //! Owns the choices and their defaults. Must not know ACP types.
 
@@ -89,8 +89,11 @@ pub struct Settings {
     pub thought_level: Option<String>,
 }
 
-/// Does this model take a reasoning effort? Known reasoning families, by name.
+/// Does this model take a reasoning effort? What the model catalogue says, else known reasoning families by name.
 pub fn supports_reasoning(model: &str) -> bool {
+    if let Some(entry) = crate::llm::catalogue::compiled("", model) {
+        return entry.reasoning;
+    }
     let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
     [
         "o1",
@@ -107,29 +110,6 @@ pub fn supports_reasoning(model: &str) -> bool {
     ]
     .iter()
     .any(|prefix| name.starts_with(prefix))
-}
-
-/// The context window of a model: configured, else known, else 128k.
-pub fn context_window(model: &str, configured: Option<u64>) -> u64 {
-    if let Some(window) = configured {
-        return window;
-    }
-    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
-    let known: &[(&str, u64)] = &[
-        ("gpt-4.1", 1_047_576),
-        ("gpt-5", 400_000),
-        ("o3", 200_000),
-        ("o4-mini", 200_000),
-        ("o1", 200_000),
-        ("gpt-4o", 128_000),
-        ("claude", 200_000),
-        ("deepseek", 128_000),
-        ("qwen3-coder", 262_144),
-        ("gemini", 1_048_576),
-        ("llama3", 128_000),
-        ("gpt-oss", 131_072),
-    ];
-    known.iter().find(|(prefix, _)| name.starts_with(prefix)).map(|(_, w)| *w).unwrap_or(128_000)
 }
 
 impl Settings {
@@ -256,13 +236,5 @@ mod tests {
             Err("unknown config option \"thought_level\"".into())
         );
         assert_eq!(s.set("colour", "red", &[]), Err("unknown config option \"colour\"".into()));
-    }
-
-    #[test]
-    fn context_windows_come_from_config_then_the_known_list_then_a_default() {
-        assert_eq!(context_window("gpt-4.1-mini", None), 1_047_576);
-        assert_eq!(context_window("openai/gpt-4o", None), 128_000);
-        assert_eq!(context_window("mystery", None), 128_000);
-        assert_eq!(context_window("gpt-4.1", Some(8_000)), 8_000);
     }
 }

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use super::{Session, lock};
 use crate::config::trust::{Request, Standing};
 use crate::config::{Config, Loaded};
-use crate::llm::openai::OpenAiClient;
+use crate::llm::router::Router;
 
 /// The user's answer to "trust this project?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,26 +85,35 @@ impl Session {
             return;
         }
         match Config::load(&self.sources, &self.cwd, &self.trust) {
-            Ok(Loaded { config, untrusted }) => {
-                *lock(&self.untrusted) = untrusted;
-                self.reconfigure(config);
-            }
+            Ok(loaded) => self.reload(loaded),
             Err(e) => tracing::warn!(error = %e, "the trusted project settings could not be loaded"),
         }
     }
 
-    /// Use `config` from now on: provider, permission rules and formatters. The mode and model of this session
+    /// Use a freshly loaded configuration (local servers found earlier stay when it configures none).
+    pub fn reload(&self, loaded: Loaded) {
+        let Loaded { mut config, untrusted } = loaded;
+        *lock(&self.untrusted) = untrusted;
+        if config.providers.is_empty() {
+            config.adopt_detected(self.config().providers.clone());
+        }
+        self.reconfigure(config);
+    }
+
+    /// Use `config` from now on: provider, permission rules, formatters and MCP servers. The mode and model of this session
     /// stay as they are (`default_mode` and `model` are for new sessions).
     fn reconfigure(&self, config: Config) {
         self.perms.set_config_rules(config.permission_rules.clone());
         self.files.set_formatters(config.formatters.clone());
-        *lock(&self.model) = Arc::new(OpenAiClient::new(&config));
-        let provider_changed = self.config().base_url != config.base_url;
-        if provider_changed {
-            let list = self.catalogue.for_provider(&config, &self.bus);
-            *lock(&self.models) = list.clone();
+        self.apply_mcp(&config);
+        *lock(&self.model) = Arc::new(Router::new(&config));
+        if self.config().providers != config.providers {
+            let lists = self.catalogue.for_config(&config, &self.bus);
+            *lock(&self.models) = lists.clone();
             self.models_swapped.notify_one();
-            list.refresh();
+            for (_, list) in lists {
+                list.refresh();
+            }
         }
         *lock(&self.config) = Arc::new(config);
         tracing::info!(session = %self.id, "trusted project settings applied");

@@ -4,18 +4,20 @@
 //!
 //! Owns the path from a prompt to a turn. The line itself is `queue`; checkpoints are `checkpoints`.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::commands::{self, Command};
+use super::Session;
 use super::queue::Fate;
-use super::settings::{self, Mode, Settings};
-use super::{Session, lock};
+use super::settings::{Mode, Settings};
 use crate::agent::event::CompactionStatus;
 use crate::agent::journal::Journal;
 use crate::agent::{AgentEvent, Conversation, Steer, StopReason, Turn, TurnError};
 use crate::config::Config;
 use crate::llm::{ModelClient, UserPart};
+use crate::lsp;
 
 /// How a prompt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +91,7 @@ impl Session {
             Ok(fate) => fate,
             Err(steer) => return self.queued(steer.parts, steer.blocks, false).await.map(Answer::ended),
         };
-        self.sink().emit(AgentEvent::Notice {
+        self.sink().emit(AgentEvent::Aside {
             message_id: super::new_id("msg"),
             text: format!("\n\n_Steering: “{gist}” reaches the running turn at its next step._\n\n"),
             meta: json!({"steering": {"pending": true}}),
@@ -127,36 +129,12 @@ impl Session {
                 .emit(AgentEvent::UserMessage { message_id: super::new_id("user"), blocks: blocks.clone() });
         }
         self.apply_trust();
-        let (config, model) = (self.config(), lock(&self.model).clone());
-        let result = match commands::parse(&input) {
-            Some(Command::Compact) => {
-                let turn = self.turn(&config, model.as_ref(), &self.settings(), cancel.clone());
-                Ok(self.compact_command(turn, &mut conversation, &cancel).await)
-            }
-            Some(Command::Permissions(args)) => {
-                let reply = commands::permissions(self.perms.remembered(), &args).await;
-                self.reply(&reply);
-                Ok(StopReason::EndTurn)
-            }
-            Some(Command::Checkpoints) => {
-                let reply = self.checkpoints_command().await;
-                self.reply(&reply);
-                Ok(StopReason::EndTurn)
-            }
-            Some(Command::Undo) => Ok(self.restore_command(None, &mut conversation, &cancel).await),
-            Some(Command::Restore(arg)) => {
-                Ok(self.restore_command(Some(arg), &mut conversation, &cancel).await)
-            }
-            _ => {
-                self.name_from(&input);
-                let settings = self.settings();
-                let turn = self.turn(&config, model.as_ref(), &settings, cancel.clone());
-                self.changes.begin();
-                let result = turn.run(&mut conversation, input, blocks).await;
-                self.save_checkpoint(&label).await;
-                result
-            }
-        };
+        self.refresh_extensions();
+        let result = self.dispatch(&mut conversation, input, blocks, &cancel, &label).await;
+        // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
+        self.settle_children().await;
+        // Text the sink may still hold goes out before the prompt is answered.
+        self.sink().flush();
         debug_assert_eq!(conversation.history.check(), Ok(()));
         result
     }
@@ -171,7 +149,7 @@ impl Session {
         let text = format!(
             "\n\n_Queued: “{label}” runs after {behind}. Send `/steer …` to add to the running turn instead._\n\n"
         );
-        self.sink().emit(AgentEvent::Notice {
+        self.sink().emit(AgentEvent::Aside {
             message_id: super::new_id("msg"),
             text,
             meta: json!({"queued": {"position": ahead}}),
@@ -185,6 +163,13 @@ impl Session {
         settings: &Settings,
         cancel: CancellationToken,
     ) -> Turn<'a> {
+        self.lsp.configure(config.lsp.clone());
+        let diagnostics = self.lsp.enabled().then(|| {
+            Arc::new(lsp::Diagnostics(self.lsp.clone())) as Arc<dyn crate::workspace::diagnostics::Checker>
+        });
+        let hidden_tools =
+            if diagnostics.is_some() { Vec::new() } else { vec![crate::builtin::diagnostics::ID] };
+        let info = self.model_info(&settings.model);
         Turn {
             session_id: &self.id,
             files: self.files.clone(),
@@ -195,7 +180,8 @@ impl Session {
             model,
             model_name: settings.model.clone(),
             reasoning_effort: settings.reasoning_effort(),
-            context_window: settings::context_window(&settings.model, config.context_window),
+            context_window: config.context_window.unwrap_or(info.context),
+            images: info.images,
             plan_mode: settings.mode == Mode::Plan,
             registry: &self.registry,
             sink: self.sink(),
@@ -207,6 +193,17 @@ impl Session {
             switcher: Some(self),
             steering: Some(&self.queue),
             changes: Some(self.changes.clone()),
+            diagnostics,
+            hidden_tools,
+            depth: self.depth,
+            subagents: self.subagents.get().cloned(),
+            instructions: self.instructions.clone(),
+            usage_also: match &self.store {
+                Some(store) => self.ancestors.iter().map(|id| Journal::new(store.clone(), id)).collect(),
+                None => Vec::new(),
+            },
+            mcp: Some(self.mcp.clone()),
+            extras: Arc::new(self.extras(config)),
         }
     }
 
@@ -214,7 +211,7 @@ impl Session {
         self.store.as_ref().map(|s| Journal::new(s.clone(), &self.id))
     }
 
-    async fn compact_command(
+    pub(super) async fn compact_command(
         &self,
         turn: Turn<'_>,
         conversation: &mut Conversation,

@@ -20,6 +20,7 @@ mod wrap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+pub use secret::is_secret_path;
 pub use shape::{Shape, shapes};
 pub use wrap::may_be_prefix;
 

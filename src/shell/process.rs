@@ -210,6 +210,34 @@ pub fn spawn(
     Ok((child, Group { pgid, supervised, reaped: AtomicBool::new(false) }))
 }
 
+/// Start `program` with `args` directly (no shell) in `cwd` with exactly the environment `env`, as the leader of
+/// a new process group, with stdin, stdout and stderr piped: a long-lived server the caller talks to (a language
+/// server). Not supervised: the group and the tree below the leader are killed when the [`Group`] is dropped.
+pub fn spawn_server(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    let mut builder = tokio::process::Command::new(program);
+    builder.args(args);
+    env.apply(&mut builder);
+    let child = builder
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    let pgid = child
+        .id()
+        .and_then(|pid| i32::try_from(pid).ok())
+        .ok_or_else(|| std::io::Error::other("the server exited before it could be tracked"))?;
+    groups().insert(pgid);
+    Ok((child, Group { pgid, supervised: false, reaped: AtomicBool::new(false) }))
+}
+
 fn start(
     mut builder: tokio::process::Command,
     cwd: &Path,
@@ -224,6 +252,13 @@ fn start(
         .process_group(0)
         .kill_on_drop(true)
         .spawn()
+}
+
+/// Track a process group this process created elsewhere (an MCP server), so exit and panic kill it too; dropping
+/// the returned [`Group`] kills whatever is left of it.
+pub fn track(pgid: i32) -> Group {
+    groups().insert(pgid);
+    Group { pgid, supervised: false, reaped: AtomicBool::new(false) }
 }
 
 /// Exit status as (code, signal).

@@ -1,6 +1,8 @@
 //! Background tasks of one session (`bash` with `background: true`, and `monitor`): each runs in its own
 //! process group with its complete output in a log file and its tail in memory. Tasks end with their session.
-//! A monitored task that exits leaves a note for the model, delivered with its next request.
+//! A monitored task leaves notes for the model, delivered with its next request (seed 003's wake-ups): when it
+//! exits, after `check_after` if it still runs, and when its output first matches a pattern, as asked. Output
+//! in notes is fenced as untrusted text (`fence`).
 //!
 //! Owns the task table and the session's command environment (which foreground commands use too). Signals go
 //! through `process`, which only touches groups and trees this process created.
@@ -16,10 +18,36 @@ use tokio::sync::watch;
 
 use super::capture::{Capture, Exit, Spill, describe_exit};
 use super::environment::Environment;
+use super::fence::fence;
 use super::process::{self, Group};
 
 /// How much of a task's output is kept in memory (the log has all of it).
 const TAIL_BYTES: usize = 64 * 1024;
+/// Characters of output a note carries.
+const NOTE_CHARS: usize = 2_000;
+
+/// When a monitored task wakes the model (notes delivered with its next request).
+#[derive(Debug, Clone, Default)]
+pub struct Notify {
+    /// When it exits.
+    pub on_exit: bool,
+    /// Once, this long after the start, if it is still running.
+    pub check_after: Option<Duration>,
+    /// Once, when its output first matches.
+    pub pattern: Option<regex::Regex>,
+}
+
+impl Notify {
+    /// Nothing: the model reads the output when it wants.
+    pub fn never() -> Self {
+        Self::default()
+    }
+
+    /// Only when the task exits.
+    pub fn on_exit() -> Self {
+        Self { on_exit: true, ..Self::default() }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -46,6 +74,8 @@ pub struct Task {
     output_seq: watch::Sender<u64>,
     tail: Mutex<Capture>,
     group: Mutex<Option<Group>>,
+    /// The pattern whose first match leaves a note (cleared once it matched).
+    watched: Mutex<Option<(regex::Regex, Arc<Notes>)>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -116,6 +146,11 @@ impl Task {
         Stopped::Killed
     }
 
+    /// The last output, fenced as untrusted text.
+    pub fn fenced_tail(&self, max_chars: usize) -> String {
+        fence(&format!("{} (`{}`)", self.id, self.command), &self.tail(max_chars))
+    }
+
     /// One line describing the task.
     pub fn summary(&self) -> String {
         let status = match self.state() {
@@ -136,9 +171,24 @@ pub struct Tasks {
     environment: Arc<Environment>,
     next: AtomicU64,
     tasks: Mutex<BTreeMap<u64, Arc<Task>>>,
-    notes: Arc<Mutex<Vec<String>>>,
+    notes: Arc<Notes>,
     /// Bumped whenever a task exits (`sleep` wakes on it).
     exits: Arc<watch::Sender<u64>>,
+}
+
+/// Notes waiting for the model's next request.
+#[derive(Default)]
+struct Notes {
+    list: Mutex<Vec<String>>,
+    /// Bumped on every note.
+    added: watch::Sender<u64>,
+}
+
+impl Notes {
+    fn push(&self, note: String) {
+        lock(&self.list).push(note);
+        self.added.send_modify(|n| *n += 1);
+    }
 }
 
 impl Tasks {
@@ -165,13 +215,27 @@ impl Tasks {
         &self.environment
     }
 
-    /// Start `command` in `cwd`. A `limit` stops it (SIGTERM, then SIGKILL) when it runs that long.
+    /// Start `command` in `cwd`. A `limit` stops it (SIGTERM, then SIGKILL) when it runs that long. A monitored
+    /// task leaves a note when it exits.
     pub fn start(
         &self,
         command: &str,
         cwd: &Path,
         kind: Kind,
         limit: Option<Duration>,
+    ) -> std::io::Result<Arc<Task>> {
+        let notify = if kind == Kind::Monitor { Notify::on_exit() } else { Notify::never() };
+        self.start_with(command, cwd, kind, limit, notify)
+    }
+
+    /// [`Tasks::start`], with the notes `notify` asks for.
+    pub fn start_with(
+        &self,
+        command: &str,
+        cwd: &Path,
+        kind: Kind,
+        limit: Option<Duration>,
+        notify: Notify,
     ) -> std::io::Result<Arc<Task>> {
         let number = self.next.fetch_add(1, Ordering::Relaxed);
         let id = format!("task_{number}");
@@ -188,32 +252,48 @@ impl Tasks {
             output_seq: watch::Sender::new(0),
             tail: Mutex::new(Capture::new(0, TAIL_BYTES)),
             group: Mutex::new(Some(group)),
+            watched: Mutex::new(notify.pattern.map(|pattern| (pattern, self.notes.clone()))),
         });
         lock(&self.tasks).insert(number, task.clone());
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let (pumped, notes, exits) = (task.clone(), self.notes.clone(), self.exits.clone());
+        let on_exit = notify.on_exit;
         tokio::spawn(async move {
             let exit = pump(&pumped, &mut child, stdout, stderr, Spill::always(log), limit).await;
             // Whatever the command left running goes with it.
             drop(lock(&pumped.group).take());
-            if pumped.kind == Kind::Monitor {
+            if on_exit {
                 let note = describe_exit(&pumped.command, exit).0.unwrap_or_else(|| "Exit code 0.".into());
-                lock(&notes).push(format!(
+                notes.push(format!(
                     "Monitored task {} (`{}`) has exited. {note}\nLast output:\n{}",
                     pumped.id,
                     pumped.command,
-                    pumped.tail(2_000)
+                    pumped.fenced_tail(NOTE_CHARS)
                 ));
             }
             pumped.state.send_replace(State::Exited(exit));
             exits.send_modify(|n| *n += 1);
         });
+        if let Some(after) = notify.check_after {
+            tokio::spawn(scheduled_check(task.clone(), self.notes.clone(), after));
+        }
         Ok(task)
     }
 
     /// Changes whenever one of the session's tasks exits.
     pub fn exits(&self) -> watch::Receiver<u64> {
         self.exits.subscribe()
+    }
+
+    /// The task a process belongs to: its leader, a member of its process group, or a descendant.
+    pub fn owner_of(&self, pid: i32) -> Option<Arc<Task>> {
+        let group = super::tree::group(pid);
+        self.list().into_iter().find(|task| {
+            matches!(task.state(), State::Running)
+                && (task.pid == pid
+                    || group == Some(task.pid)
+                    || super::tree::descendants(task.pid).contains(&pid))
+        })
     }
 
     /// A task by id (`task_3`) or by the pid of its leader.
@@ -226,9 +306,14 @@ impl Tasks {
         lock(&self.tasks).values().cloned().collect()
     }
 
-    /// Notes from monitored tasks that exited, for the model's next request.
+    /// Notes from monitored tasks, for the model's next request.
     pub fn take_notes(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.notes))
+        std::mem::take(&mut *lock(&self.notes.list))
+    }
+
+    /// A receiver that changes whenever a note is left.
+    pub fn notes_added(&self) -> watch::Receiver<u64> {
+        self.notes.added.subscribe()
     }
 
     /// Stop every running task (the session is closing).
@@ -242,6 +327,51 @@ impl Tasks {
 impl Drop for Tasks {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+/// After `after`, a note with the output so far, if the task still runs.
+async fn scheduled_check(task: Arc<Task>, notes: Arc<Notes>, after: Duration) {
+    if tokio::time::timeout(after, task.exited()).await.is_ok() {
+        return;
+    }
+    notes.push(format!(
+        "Scheduled check of monitored task {} (`{}`) after {}: still running. Output so far:\n{}",
+        task.id,
+        task.command,
+        seconds(after),
+        task.fenced_tail(NOTE_CHARS)
+    ));
+}
+
+impl Task {
+    /// After new output: the note for the watched pattern, the first time the output matches it. Runs before
+    /// the output is announced, so whoever sees the output also finds the note.
+    fn check_pattern(&self) {
+        let mut watched = lock(&self.watched);
+        let Some((pattern, notes)) = watched.as_ref() else { return };
+        let tail = self.tail(usize::MAX);
+        if !pattern.is_match(&tail) {
+            return;
+        }
+        notes.push(format!(
+            "Monitored task {} (`{}`): its output matched `{}`. Output so far:\n{}",
+            self.id,
+            self.command,
+            pattern.as_str(),
+            fence(&format!("{} (`{}`)", self.id, self.command), &self.tail(NOTE_CHARS))
+        ));
+        *watched = None;
+    }
+}
+
+/// `45 s`, `1.5 s`.
+fn seconds(duration: Duration) -> String {
+    let ms = duration.as_millis();
+    match ms {
+        0..1_000 => format!("{ms} ms"),
+        _ if ms.is_multiple_of(1000) => format!("{} s", ms / 1000),
+        _ => format!("{:.1} s", duration.as_secs_f64()),
     }
 }
 
@@ -275,6 +405,7 @@ async fn pump(
     let mut record = |chunk: &[u8]| {
         spill.push(chunk);
         lock(&task.tail).push(chunk);
+        task.check_pattern();
         task.output_seq.send_modify(|n| *n += 1);
     };
     let with_group = |act: &dyn Fn(&Group)| {
@@ -355,11 +486,62 @@ mod tests {
             "{}",
             notes[0]
         );
+        assert!(
+            notes[0].ends_with(
+                "Last output:\n<untrusted-output source=\"task_1 (`echo started; sleep 30`)\">\nstarted\n</untrusted-output>"
+            ),
+            "{}",
+            notes[0]
+        );
         assert!(tasks.take_notes().is_empty());
         assert_eq!(
             task.stop(Duration::from_secs(1)).await,
             Stopped::AlreadyFinished(Exit { code: None, signal: Some(libc::SIGTERM) })
         );
+    }
+
+    #[tokio::test]
+    async fn a_pattern_wakes_the_model_once_and_a_scheduled_check_reports_a_running_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let tasks = Tasks::new(dir.path().to_path_buf());
+        let notify = Notify {
+            on_exit: false,
+            check_after: None,
+            pattern: Some(regex::Regex::new("listening on \\d+").unwrap()),
+        };
+        let mut added = tasks.notes_added();
+        let task = tasks
+            .start_with(
+                "echo booting; echo listening on 8080; echo listening on 8081; sleep 30",
+                dir.path(),
+                Kind::Monitor,
+                None,
+                notify,
+            )
+            .unwrap();
+        added.changed().await.unwrap();
+        let notes = tasks.take_notes();
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].starts_with("Monitored task task_1 (`echo booting; echo listening on 8080; echo listening on 8081; sleep 30`): its output matched `listening on \\d+`. Output so far:\n<untrusted-output"), "{}", notes[0]);
+        task.stop(Duration::from_secs(5)).await;
+        assert!(tasks.take_notes().is_empty(), "no exit note was asked for");
+
+        let checked = tasks
+            .start_with(
+                "sleep 30",
+                dir.path(),
+                Kind::Monitor,
+                None,
+                Notify { check_after: Some(Duration::from_millis(1)), ..Notify::never() },
+            )
+            .unwrap();
+        added.changed().await.unwrap();
+        let notes = tasks.take_notes();
+        assert_eq!(
+            notes,
+            vec!["Scheduled check of monitored task task_2 (`sleep 30`) after 1 ms: still running. Output so far:\n<untrusted-output source=\"task_2 (`sleep 30`)\">\n\n</untrusted-output>".to_string()]
+        );
+        checked.stop(Duration::from_secs(5)).await;
     }
 
     #[tokio::test]

@@ -132,7 +132,7 @@ impl Store {
         let session = session.to_string();
         self.call(move |c| {
             c.query_row(
-                "SELECT input_tokens + output_tokens FROM usage WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                "SELECT input_tokens + output_tokens FROM usage WHERE session_id = ?1 AND via IS NULL ORDER BY id DESC LIMIT 1",
                 [session],
                 |r| r.get::<_, i64>(0),
             )

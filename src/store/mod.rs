@@ -100,6 +100,13 @@ CREATE TABLE usage (
 );
 "#,
     r#"
+ALTER TABLE sessions ADD COLUMN parent_id TEXT REFERENCES sessions (id) ON DELETE CASCADE;
+ALTER TABLE sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+CREATE INDEX sessions_by_parent ON sessions (parent_id, created_at);
+ALTER TABLE usage ADD COLUMN via TEXT;
+"#,
+    r#"
 ALTER TABLE sessions ADD COLUMN worktree TEXT;
 CREATE TABLE checkpoints (
     id INTEGER PRIMARY KEY AUTOINCREMENT,

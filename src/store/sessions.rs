@@ -21,6 +21,15 @@ pub struct SessionRow {
     pub updated_at: i64,
 }
 
+/// A subagent's session: its row, its parent, how deep it is nested and which agent runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildRow {
+    pub session: SessionRow,
+    pub parent_id: String,
+    pub depth: u32,
+    pub agent: String,
+}
+
 /// One page of a listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
@@ -69,6 +78,39 @@ impl Store {
         .await
     }
 
+    /// Queue the row of a subagent's session (written before anything it journals later).
+    pub fn create_child_later(&self, child: ChildRow) {
+        self.submit("the subagent's session", move |c| {
+            let s = &child.session;
+            c.execute(
+                "INSERT INTO sessions (id, cwd, title, mode, model, thought_level, created_at, updated_at, parent_id, depth, agent) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                params![s.id, s.cwd, s.title, s.mode, s.model, s.thought_level, s.created_at, s.updated_at, child.parent_id, child.depth, child.agent],
+            )
+            .map(|_| ())
+        });
+    }
+
+    /// The subagent sessions started by `parent`, oldest first.
+    pub async fn children(&self, parent: &str) -> Result<Vec<ChildRow>, StoreError> {
+        let parent = parent.to_string();
+        self.call(move |c| {
+            let sql = format!(
+                "SELECT {COLUMNS}, parent_id, depth, agent FROM sessions WHERE parent_id = ?1 ORDER BY created_at, id"
+            );
+            let mut statement = c.prepare_cached(&sql)?;
+            let rows = statement.query_map([parent], |r| {
+                Ok(ChildRow {
+                    session: row(r)?,
+                    parent_id: r.get(8)?,
+                    depth: r.get::<_, i64>(9)?.max(0) as u32,
+                    agent: r.get::<_, Option<String>>(10)?.unwrap_or_default(),
+                })
+            })?;
+            rows.collect()
+        })
+        .await
+    }
+
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let id = id.to_string();
         self.call(move |c| {
@@ -104,7 +146,7 @@ impl Store {
             let (at, id) = after.unwrap_or((i64::MAX, String::new()));
             let bound = after_bound(&at, &id);
             let sql = format!(
-                "SELECT {COLUMNS} FROM sessions WHERE title IS NOT NULL AND (?1 IS NULL OR cwd = ?1) AND (updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) ORDER BY updated_at DESC, id DESC LIMIT ?4"
+                "SELECT {COLUMNS} FROM sessions WHERE title IS NOT NULL AND parent_id IS NULL AND (?1 IS NULL OR cwd = ?1) AND (updated_at < ?2 OR (updated_at = ?2 AND id < ?3)) ORDER BY updated_at DESC, id DESC LIMIT ?4"
             );
             let mut statement = c.prepare_cached(&sql)?;
             let mut sessions: Vec<SessionRow> =
@@ -175,6 +217,25 @@ mod tests {
             store.list_sessions(None, Some("%%%".into()), 3).await.unwrap_err(),
             StoreError::Sql(BAD_CURSOR.into())
         );
+    }
+
+    #[tokio::test]
+    async fn subagent_sessions_are_listed_under_their_parent_never_in_the_history_and_go_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        store.create_session(session("p", "/a", 10)).await.unwrap();
+        let child = ChildRow {
+            session: session("c", "/a", 20),
+            parent_id: "p".into(),
+            depth: 1,
+            agent: "explore".into(),
+        };
+        store.create_child_later(child.clone());
+        let listed = store.list_sessions(None, None, 10).await.unwrap();
+        assert_eq!(listed.sessions.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), vec!["p"]);
+        assert_eq!(store.children("p").await.unwrap(), vec![child]);
+        assert!(store.delete_session("p").await.unwrap());
+        assert_eq!(store.session("c").await.unwrap(), None);
     }
 
     #[tokio::test]

@@ -17,6 +17,7 @@ pub mod error;
 pub mod invalid;
 pub mod registry;
 pub mod repair;
+pub mod subagent;
 pub mod truncate;
 
 pub use args::{arg_opt_str, arg_opt_u64, arg_str};
@@ -32,11 +33,12 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::bus::{Bus, Event};
+use crate::config::EditMode;
 use crate::control;
 use crate::display::{Content, Location, Presentation};
 use crate::permission::{self, Category};
 use crate::shell;
-use crate::workspace::files;
+use crate::workspace::{diagnostics, files};
 /// What a successful tool returns.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {
@@ -112,8 +114,11 @@ impl std::fmt::Debug for Def {
 /// Progress a running tool reports to the user while it works.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
-    /// How the call is shown: sent once, before any permission ask.
+    /// How the call is shown: sent once, before any permission ask (a tool whose preview takes long reports
+    /// it itself before the work starts, and the registry then sends the preview's result as a revision).
     Presented(Presentation),
+    /// The presentation after the preview, for a call that was already presented.
+    Revised(Presentation),
     /// Permission was granted; the tool starts now.
     Running,
     /// New output (only the part not reported before).
@@ -152,6 +157,12 @@ pub struct Context {
     pub terminals: Option<Arc<dyn shell::terminal::ClientTerminals>>,
     /// The session's to-do list, pending mode switch and question seam.
     pub control: Arc<control::Control>,
+    /// Checks files after the file tools write them (language servers), when the user turned that on.
+    pub diagnostics: Option<Arc<dyn diagnostics::Checker>>,
+    /// Who runs `task` calls; `None` where subagents are not available.
+    pub subagents: Option<Arc<dyn subagent::Subagents>>,
+    /// How the model edits files: `hashline` tags the lines `read` returns.
+    pub edit_mode: EditMode,
 }
 
 impl Context {
@@ -166,8 +177,10 @@ impl Context {
         }
     }
 
-    /// Announce on the bus that this call changed `path` (`file.modified`).
+    /// Announce on the bus that this call changed `path` (`file.modified`), and note the change for the
+    /// to-do list's verification nudge.
     pub fn file_modified(&self, path: &Path, operation: &str) {
+        self.control.note_edit();
         self.bus.publish(Event::FileModified {
             session_id: self.session_id.clone(),
             call_id: self.call_id.clone(),

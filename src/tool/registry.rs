@@ -5,12 +5,14 @@
 //!
 //! Owns running one call. Must not know any particular tool: the built-ins are registered by `builtin`.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
 use super::{Context, Def, Outcome, Preview, Progress, ToolError, boundary, invalid, repair, truncate};
 use crate::bus::Event;
+use crate::config::EditMode;
 use crate::display::Presentation;
 use crate::permission::{Ask, Verdict};
 
@@ -18,6 +20,8 @@ use crate::permission::{Ask, Verdict};
 #[derive(Default)]
 pub struct Registry {
     defs: RwLock<Vec<Arc<Def>>>,
+    /// Tools offered in one edit mode only (the others are offered in every mode).
+    only_in: RwLock<Vec<(String, EditMode)>>,
 }
 
 impl Registry {
@@ -41,6 +45,42 @@ impl Registry {
         }
     }
 
+    /// Remove the tool `id` (a session's MCP server withdrew it). Returns whether it was there.
+    pub fn unregister(&self, id: &str) -> bool {
+        let mut defs = match self.defs.write() {
+            Ok(defs) => defs,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let before = defs.len();
+        defs.retain(|d| d.id != id);
+        defs.len() != before
+    }
+
+    /// A registry with the same tools, which can then change on its own (a session's, with its MCP tools).
+    pub fn fork(&self) -> Registry {
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Registry { defs: RwLock::new(self.read_defs().clone()), only_in: RwLock::new(only_in) }
+    }
+
+    /// A registry with only the tools `keep` accepts (and `invalid`, which answers unknown names), in the same
+    /// order. Subagents get one: a tool left out is unknown to them, whatever they call.
+    pub fn subset(&self, keep: impl Fn(&str) -> bool) -> Registry {
+        let defs = self.read_defs().iter().filter(|d| d.id == invalid::ID || keep(&d.id)).cloned().collect();
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        Registry { defs: RwLock::new(defs), only_in: RwLock::new(only_in) }
+    }
+
+    /// The ids of the tools offered to the model, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.model_tools().iter().map(|d| d.id.clone()).collect()
+    }
+
     /// Exact lookup.
     pub fn get(&self, id: &str) -> Option<Arc<Def>> {
         self.read_defs().iter().find(|d| d.id == id).cloned()
@@ -62,6 +102,28 @@ impl Registry {
         self.read_defs().iter().filter(|d| d.id != invalid::ID).cloned().collect()
     }
 
+    /// Offer the tool `id` to the model only when the session's edit mode is `mode`.
+    pub fn offer_only_in(&self, id: &str, mode: EditMode) {
+        let mut only_in = match self.only_in.write() {
+            Ok(only_in) => only_in,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        only_in.retain(|(tool, _)| tool != id);
+        only_in.push((id.to_string(), mode));
+    }
+
+    /// The tools offered to a model editing in `mode`, in registration order.
+    pub fn offered(&self, mode: EditMode) -> Vec<Arc<Def>> {
+        let only_in = match self.only_in.read() {
+            Ok(only_in) => only_in.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        };
+        self.model_tools()
+            .into_iter()
+            .filter(|d| only_in.iter().all(|(id, only)| *id != d.id || *only == mode))
+            .collect()
+    }
+
     /// Run one call through the seed's execution flow.
     pub async fn execute(&self, name: &str, mut ctx: Context, args: Value) -> Outcome {
         let Some(def) = self.resolve(name) else {
@@ -69,7 +131,7 @@ impl Registry {
                 title: format!("Unknown tool `{name}`"),
                 ..Presentation::default()
             }));
-            let names: Vec<String> = self.model_tools().iter().map(|d| d.id.clone()).collect();
+            let names: Vec<String> = self.offered(ctx.edit_mode).iter().map(|d| d.id.clone()).collect();
             return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
         };
         let presented = boundary::guard_sync(|| (def.present)(&args, &ctx.directory));
@@ -88,12 +150,15 @@ impl Registry {
             return Outcome::from_error(error);
         }
         let mut category = def.permission;
+        let mut presented_early = false;
         if let Some(preview) = &def.preview {
+            let (watched, early) = watch_presented(&ctx);
             let previewed = tokio::select! {
                 biased;
-                previewed = boundary::guard(async { preview(ctx.clone(), args.clone()).await }) => previewed,
+                previewed = boundary::guard(async { preview(watched, args.clone()).await }) => previewed,
                 () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
             };
+            presented_early = early.load(Ordering::Relaxed);
             match previewed {
                 Ok(Preview { presentation: shown, plan, category: chosen }) => {
                     presentation = shown;
@@ -101,12 +166,18 @@ impl Registry {
                     category = chosen.or(category);
                 }
                 Err(error) => {
-                    ctx.report(Progress::Presented(presentation));
+                    if !presented_early {
+                        ctx.report(Progress::Presented(presentation));
+                    }
                     return Outcome::from_error(error);
                 }
             }
         }
-        ctx.report(Progress::Presented(presentation.clone()));
+        ctx.report(if presented_early {
+            Progress::Revised(presentation.clone())
+        } else {
+            Progress::Presented(presentation.clone())
+        });
         if let (Some(perms), Some(category)) = (&ctx.perms, category) {
             let ask = Ask {
                 session_id: ctx.session_id.clone(),
@@ -181,6 +252,22 @@ impl Registry {
             end_turn: output.end_turn,
         }
     }
+}
+
+/// A context for the preview that records whether the tool presented the call itself (before slow work).
+fn watch_presented(ctx: &Context) -> (Context, Arc<AtomicBool>) {
+    let early = Arc::new(AtomicBool::new(false));
+    let mut watched = ctx.clone();
+    if let Some(report) = ctx.progress.clone() {
+        let flag = early.clone();
+        watched.progress = Some(Arc::new(move |progress| {
+            if matches!(progress, Progress::Presented(_)) {
+                flag.store(true, Ordering::Relaxed);
+            }
+            report(progress);
+        }));
+    }
+    (watched, early)
 }
 
 /// Apply the head+tail preview; when it cuts, save the full text and say where.

@@ -59,7 +59,10 @@ pub(crate) fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Con
         plan: None,
         tasks: Arc::new(shell::tasks::Tasks::new(dir.join("tasks"))),
         terminals: None,
+        diagnostics: None,
         control: Default::default(),
+        subagents: None,
+        edit_mode: Default::default(),
     }
 }
 

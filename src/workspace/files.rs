@@ -18,12 +18,16 @@ use futures::future::BoxFuture;
 
 use super::boundary::{Located, Roots};
 use super::changes::Recorder;
-use super::{atomic, format, regular};
+use super::ignore_rules::Stack;
+use super::{atomic, encoding, format, regular};
 use crate::shell::environment::Environment;
 use crate::tool::error::ToolError;
 
 /// Text files larger than this are refused by reads and edits (a read never holds more in memory).
 pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
+/// Changes to files larger than this (old plus new text, in bytes) are shown as their changed region only,
+/// unless the config's `max_diff_bytes` says otherwise.
+pub const DEFAULT_DIFF_LIMIT: usize = 2 * 1024 * 1024;
 
 /// Why the editor did not serve an `fs/*` request. Handled by [`Files`]: only `Unsupported` may fall back.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +122,10 @@ pub struct Files {
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
     /// Told about every write and deletion first (the turn's checkpoint).
     changes: Option<Arc<Recorder>>,
+    /// Changes to larger files are shown as their changed region (config `max_diff_bytes`).
+    diff_limit: std::sync::atomic::AtomicUsize,
+    /// What searches and listings leave out.
+    ignores: RwLock<Arc<Stack>>,
 }
 
 fn read_lock<T: Clone>(lock: &RwLock<T>) -> T {
@@ -160,7 +168,7 @@ async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
         .await
         .map_err(|e| ToolError::execution(e.to_string()))?;
     match read {
-        Ok(capped) if capped.complete => Ok(Some(String::from_utf8_lossy(&capped.bytes).into_owned())),
+        Ok(capped) if capped.complete => Ok(Some(encoding::decode(&capped.bytes).0)),
         Ok(_) => Err(too_large(path)),
         Err(regular::OpenError::NotFound) => Ok(None),
         Err(e) => Err(open_error(path, e)),
@@ -176,7 +184,9 @@ impl Files {
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
         let environment = Arc::new(Environment::default());
+        let anchor = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
         Self {
+            ignores: RwLock::new(Arc::new(Stack::plain(&anchor))),
             roots: RwLock::new(Roots::new(&roots)),
             client: RwLock::new(client),
             locks,
@@ -184,7 +194,19 @@ impl Files {
             environment,
             ledger: Mutex::new(HashMap::new()),
             changes: None,
+            diff_limit: std::sync::atomic::AtomicUsize::new(DEFAULT_DIFF_LIMIT),
         }
+    }
+
+    /// Show changes to files larger than `bytes` (old plus new text) as their changed region.
+    pub fn with_diff_limit(self, bytes: usize) -> Self {
+        self.diff_limit.store(bytes, std::sync::atomic::Ordering::Relaxed);
+        self
+    }
+
+    /// The size above which a change is shown as its changed region.
+    pub fn diff_limit(&self) -> usize {
+        self.diff_limit.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Tell `recorder` about every write and deletion before it happens.
@@ -214,10 +236,44 @@ impl Files {
         }
     }
 
+    /// The ignore stack searches, listings and suggestions use.
+    pub fn ignores(&self) -> Arc<Stack> {
+        read_lock(&self.ignores)
+    }
+
+    /// Use `stack` from the next search on (the session's directory and the user's global excludes).
+    pub fn set_ignores(&self, stack: Stack) {
+        write_lock(&self.ignores, Arc::new(stack));
+    }
+
+    /// Whether the model has read `path` in this session (any part of it).
+    pub fn was_read(&self, path: &Path) -> bool {
+        self.ledger().contains_key(path)
+    }
+
     /// Run formatters with `environment` (the session's command environment).
     pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
         self.environment = environment;
         self
+    }
+
+    /// File access for a subagent of this session: the same roots, editor, locks, formatters and environment,
+    /// with a read ledger of its own (it must read a file before changing it, whatever its parent read).
+    pub fn for_child(&self) -> Files {
+        Files {
+            roots: RwLock::new(Roots::new(&self.roots())),
+            client: RwLock::new(read_lock(&self.client)),
+            locks: self.locks.clone(),
+            formatters: Mutex::new(match self.formatters.lock() {
+                Ok(f) => f.clone(),
+                Err(poisoned) => poisoned.into_inner().clone(),
+            }),
+            environment: self.environment.clone(),
+            ledger: Mutex::new(HashMap::new()),
+            diff_limit: std::sync::atomic::AtomicUsize::new(self.diff_limit()),
+            ignores: RwLock::new(self.ignores()),
+            changes: self.changes.clone(),
+        }
     }
 
     /// A new editor connection took the session over: its file system and its roots apply from now on.
@@ -362,11 +418,17 @@ impl Files {
                 )));
             }
             Err(EditorError::Unsupported) => {
-                let (target, bytes) = (path.to_path_buf(), content.as_bytes().to_vec());
-                tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
-                    .await
-                    .map_err(|e| ToolError::execution(e.to_string()))?
-                    .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
+                let (target, content) = (path.to_path_buf(), content.to_string());
+                tokio::task::spawn_blocking(move || {
+                    // An existing file keeps its encoding (UTF-16 stays UTF-16); a new file is UTF-8.
+                    let stored = regular::read(&target, 4)
+                        .map(|head| encoding::Encoding::detect(&head.bytes))
+                        .unwrap_or_default();
+                    atomic::write(&target, &encoding::encode(&content, stored))
+                })
+                .await
+                .map_err(|e| ToolError::execution(e.to_string()))?
+                .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
                 Via::Disk
             }
         };

@@ -92,6 +92,8 @@ pub struct Capped {
 
 /// Bytes asked of the kernel per read. A multiple of 8: some procfs files (`pagemap`) refuse other sizes.
 const CHUNK: usize = 64 * 1024;
+/// The smallest buffer a read uses (files whose size is unknown or tiny).
+const MIN_CHUNK: usize = 4 * 1024;
 /// Bytes asked for after the cap, to learn whether the file goes on.
 const PROBE: usize = 8;
 
@@ -100,10 +102,12 @@ const PROBE: usize = 8;
 pub fn read(path: &Path, cap: u64) -> Result<Capped, OpenError> {
     let (mut file, meta) = open(path)?;
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0).min(cap));
-    let mut chunk = vec![0u8; CHUNK];
+    let hint = usize::try_from(meta.len()).unwrap_or(0).min(cap);
+    let mut bytes = Vec::with_capacity(hint);
+    // Sized by the hint (a small file costs a small buffer), a multiple of 8 and at least a page.
+    let mut chunk = vec![0u8; hint.saturating_add(PROBE).next_multiple_of(8).clamp(MIN_CHUNK, CHUNK)];
     let complete = loop {
-        let want = if bytes.len() >= cap { PROBE } else { CHUNK.min(cap - bytes.len()) };
+        let want = if bytes.len() >= cap { PROBE } else { chunk.len().min(cap - bytes.len()) };
         let n = match file.read(&mut chunk[..want]) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

@@ -100,14 +100,15 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
         .await
         .unwrap();
     assert_eq!(stop, acp::StopReason::EndTurn);
-    let texts: Vec<String> = updates
+    // Streamed text is coalesced on a timer, so the chunks are compared joined.
+    let text: String = updates
         .lock()
         .unwrap()
         .iter()
         .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
         .map(|u| u["content"]["text"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(texts, vec!["Hi from ", "the binary"]);
+    assert_eq!(text, "Hi from the binary");
     let status = wait_exit(&mut child).await;
     let mut logs = String::new();
     tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();
@@ -194,7 +195,8 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert_eq!(init["result"]["protocolVersion"], 1);
     assert_eq!(
         init["result"]["agentCapabilities"]["promptCapabilities"],
-        json!({"image": true, "audio": false, "embeddedContext": true})
+        json!({"image": false, "audio": false, "embeddedContext": true}),
+        "images only when the default model takes them (fake-model is not known to)"
     );
     assert_eq!(init["result"]["authMethods"], json!([]));
     raw.send_unchecked(r#"{"jsonrpc":"2.0","id":2,"method":"no/such_method","params":{}}"#).await;
@@ -341,7 +343,7 @@ async fn tinycode_run_exits_non_zero_with_the_cause_when_the_provider_fails() {
     assert_eq!(stdout, "");
     assert_eq!(
         stderr,
-        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key. Check TINYCODE_API_KEY (or OPENAI_API_KEY) and TINYCODE_BASE_URL.\n"
+        "error: Model request failed: the model provider rejected the credentials (HTTP 401): bad key; fix the key: set TINYCODE_API_KEY.\n"
     );
 }
 
@@ -499,4 +501,41 @@ async fn commands_never_see_provider_keys_or_secret_looking_variables() {
     for secret in ["test-key", "sk-openai", "ghp-token", "aws-secret", "pg-password"] {
         assert!(!seen.contains(secret), "{secret} leaked: {seen}");
     }
+}
+
+#[tokio::test]
+async fn the_binary_runs_the_editors_mcp_server_without_provider_keys_and_leaves_nothing_behind_on_exit() {
+    use crate::support::client::{Answer, TestClient};
+    let env = Env::new();
+    let model = FakeModel::start(vec![
+        calls(&[("p", "mcp__fx__pid", "{}")]),
+        calls(&[("k", "mcp__fx__env", r#"{"name": "TINYCODE_API_KEY"}"#)]),
+        calls(&[("g", "mcp__fx__env", r#"{"name": "FX_TOKEN"}"#)]),
+        answer(&["ok"]),
+    ])
+    .await;
+    let mut child = env.command(&model, &["acp"]).spawn().unwrap();
+    let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
+    let client = TestClient::over(stdin, stdout, None).await;
+    client.initialize(acp::ClientCapabilities::new()).await;
+    client.answer_permissions(&[
+        Answer::Pick(acp::PermissionOptionKind::AllowOnce),
+        Answer::Pick(acp::PermissionOptionKind::AllowAlways),
+    ]);
+    let server = crate::support::mcp::stdio("fx", &["--ignore-eof"], &[("FX_TOKEN", "given")]);
+    let session = client.new_session_with(&env.cwd(), vec![server]).await;
+    client.prompt(&session, "which pid?").await.unwrap();
+    let result = super::turn::tool_result(&model.messages(1), "p");
+    let pids: Vec<i32> = result.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(pids.len(), 2, "{result}");
+    assert!(pids.iter().all(|pid| tinycode::shell::process::running(*pid)));
+    assert_eq!(
+        super::turn::tool_result(&model.messages(2), "k"),
+        "(unset)",
+        "the provider key stays with tinycode"
+    );
+    assert_eq!(super::turn::tool_result(&model.messages(3), "g"), "given", "the server's own env is passed");
+    client.close().await.unwrap();
+    assert!(wait_exit(&mut child).await.success());
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }

@@ -122,6 +122,28 @@ fn redact(line: &str, env: &Env) -> Value {
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("not one JSON event per line ({e}): {line}"))
 }
 
+/// Consecutive text events of one message joined: the agent coalesces streamed text on a timer, so how a
+/// text is split depends on timing.
+fn joined(events: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for event in events {
+        if let Some(last) = out.last_mut()
+            && last["type"] == "text"
+            && event["type"] == "text"
+            && last["messageId"] == event["messageId"]
+        {
+            last["text"] = Value::String(format!(
+                "{}{}",
+                last["text"].as_str().unwrap(),
+                event["text"].as_str().unwrap()
+            ));
+            continue;
+        }
+        out.push(event);
+    }
+    out
+}
+
 #[tokio::test]
 async fn run_json_prints_one_event_per_line_for_the_whole_turn() {
     let env = Env::new();
@@ -130,7 +152,7 @@ async fn run_json_prints_one_event_per_line_for_the_whole_turn() {
         FakeModel::start(vec![text_then_read(&path), answer(&["It says: ", "remember the milk."])]).await;
     let ran = tinycode(&env, &model, &["run", "--json", "what do my notes say?"], None).await;
     assert_eq!((ran.code, ran.stderr.as_str()), (Some(0), ""));
-    let mut events: Vec<Value> = ran.stdout.lines().map(|l| redact(l, &env)).collect();
+    let mut events = joined(ran.stdout.lines().map(|l| redact(l, &env)).collect());
     // `rawOutput` is the tool's own record (documented as tool-specific); the rest is the stable event schema.
     for event in events.iter_mut().filter(|e| e["type"] == "tool_result") {
         let raw = event.as_object_mut().unwrap().remove("rawOutput").unwrap();
@@ -145,8 +167,7 @@ async fn run_json_prints_one_event_per_line_for_the_whole_turn() {
             json!({"type": "usage", "used": 55, "size": 128000}),
             json!({"type": "tool_call", "id": "r", "title": "Read notes.txt", "kind": "read", "name": "read", "input": read}),
             json!({"type": "tool_result", "id": "r", "title": "Read notes.txt", "status": "completed", "output": "1\tremember the milk\n\n(End of file: 1 lines)"}),
-            json!({"type": "text", "text": "It says: ", "messageId": "msg_<id>"}),
-            json!({"type": "text", "text": "remember the milk.", "messageId": "msg_<id>"}),
+            json!({"type": "text", "text": "It says: remember the milk.", "messageId": "msg_<id>"}),
             json!({"type": "usage", "used": 110, "size": 128000}),
             json!({"type": "stop", "stopReason": "end_turn", "exitCode": 0}),
         ]

@@ -100,8 +100,8 @@ async fn a_small_configured_window_compacts_older_history_and_the_turn_goes_on()
         shown,
         vec![
             "Read it.",
-            "_Compacting the conversation: older messages are being summarised…_\n\n",
-            "_The conversation was compacted: older messages were replaced by a summary._\n\n",
+            // Both compaction notes carry the compaction's id, so the transcript shows them as one message.
+            "_Compacting the conversation: older messages are being summarised…_\n\n_The conversation was compacted: older messages were replaced by a summary._\n\n",
             "Here is the gist.",
         ]
     );

@@ -29,7 +29,7 @@ fn ask_json(h: &Harness, n: usize) -> Value {
 }
 
 #[tokio::test]
-async fn an_edit_shows_the_full_diff_in_the_ask_and_writes_through_the_editor() {
+async fn an_edit_asks_about_the_call_showing_its_diff_and_writes_through_the_editor() {
     let h = Setup::new(vec![]).capabilities(editor_fs()).start().await;
     let file = h.write("src/lib.rs", "fn a() {\n    1\n}\n");
     let edit = json!({"file_path": file, "old_string": "    1", "new_string": "    2"}).to_string();
@@ -47,9 +47,15 @@ async fn an_edit_shows_the_full_diff_in_the_ask_and_writes_through_the_editor() 
             "kind": "edit",
             "status": "pending",
             "locations": [{"path": file, "line": 2}],
-            "content": [{"type": "diff", "path": file, "oldText": "fn a() {\n    1\n}\n", "newText": "fn a() {\n    2\n}\n"}],
             "rawInput": {"file_path": file, "old_string": "    1", "new_string": "    2"}
         })
+    );
+    let revised =
+        h.client.updates(&session).into_iter().find(|u| u["toolCallId"] == "e" && u.get("content").is_some());
+    assert_eq!(
+        revised.unwrap()["content"],
+        json!([{"type": "diff", "path": file, "oldText": "fn a() {\n    1\n}\n", "newText": "fn a() {\n    2\n}\n"}]),
+        "the call the ask refers to shows the diff"
     );
     assert_eq!(
         *h.client.log.fs_writes.lock().unwrap(),
@@ -69,9 +75,85 @@ async fn an_edit_shows_the_full_diff_in_the_ask_and_writes_through_the_editor() 
         )
     );
     let done = finished(&h.client.updates(&session), "e");
-    assert_eq!(done["status"], "completed");
-    assert_eq!(done["content"][0]["type"], "diff");
-    assert_eq!(done["locations"], json!([{"path": file, "line": 2}]));
+    assert_eq!(
+        (&done["status"], done.get("content"), &done["locations"]),
+        (&json!("completed"), None, &json!([{"path": file, "line": 2}])),
+        "the diff the card shows stays: the result leaves it out"
+    );
+}
+
+/// The updates of one call, as the editor received them.
+fn call_updates(h: &Harness, session: &agent_client_protocol::v1::schema::SessionId, id: &str) -> Vec<Value> {
+    h.client.updates(session).into_iter().filter(|u| u["toolCallId"] == id).collect()
+}
+
+#[tokio::test]
+async fn an_edit_is_announced_before_matching_and_its_diff_crosses_the_wire_once() {
+    let h = Setup::new(vec![]).start().await;
+    let file = h.write("src/lib.rs", "fn a() {\n    1\n}\n");
+    let edit = json!({"file_path": file, "old_string": "    1", "new_string": "    2"}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("e".into(), "edit".into(), edit)]], "done"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    assert_eq!(stop(&h.client.prompt(&session, "change 1 to 2").await.unwrap()), json!("end_turn"));
+
+    let input = json!({"file_path": file, "old_string": "    1", "new_string": "    2"});
+    let diff = json!({"type": "diff", "path": file, "oldText": "fn a() {\n    1\n}\n", "newText": "fn a() {\n    2\n}\n"});
+    assert_eq!(
+        call_updates(&h, &session, "e"),
+        vec![
+            json!({"sessionUpdate": "tool_call", "toolCallId": "e", "title": "Edit src/lib.rs (matching…)", "name": "edit", "kind": "edit", "locations": [{"path": file}], "rawInput": input}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "title": "Edit src/lib.rs", "kind": "edit", "locations": [{"path": file, "line": 2}], "content": [diff]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed", "locations": [{"path": file, "line": 2}], "rawOutput": {"path": file, "strategy": "SimpleReplacer", "replacements": 1, "formatterError": null}}),
+        ]
+    );
+    assert_eq!(
+        ask_json(&h, 0)["toolCall"],
+        json!({"toolCallId": "e", "title": "Edit src/lib.rs", "kind": "edit", "status": "pending", "locations": [{"path": file, "line": 2}], "rawInput": input}),
+        "the ask refers to the call the editor has, without its diff"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_of_a_file_over_the_diff_limit_shows_the_changed_region_and_says_so_also_on_reload() {
+    let h = Setup::new(vec![]).config("max_diff_bytes = 200").start().await;
+    let original: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    let file = h.write("big.txt", &original);
+    let edit =
+        json!({"file_path": file, "old_string": "line 20\n", "new_string": "line twenty\n"}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("e".into(), "edit".into(), edit)]], "done"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "rename line 20").await.unwrap();
+
+    let shown = json!([
+        {"type": "content", "content": {"type": "text", "text": "The file is 0.0 MB, so only the changed region is shown: lines 17–23 of 41 before, 17–23 of 41 after (3 lines of context)."}},
+        {"type": "diff", "path": file, "oldText": "line 17\nline 18\nline 19\nline 20\nline 21\nline 22\nline 23", "newText": "line 17\nline 18\nline 19\nline twenty\nline 21\nline 22\nline 23"}
+    ]);
+    let updates = call_updates(&h, &session, "e");
+    assert_eq!(updates[1]["content"], shown);
+    let raw = json!({"path": file, "strategy": "SimpleReplacer", "replacements": 1, "formatterError": null});
+    assert_eq!(
+        updates[2..],
+        [
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed", "locations": [{"path": file, "line": 20}], "rawOutput": raw}),
+        ],
+        "the result leaves out the region the card shows"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), original.replace("line 20\n", "line twenty\n"));
+
+    let mut h = h;
+    h.restart().await;
+    h.client
+        .call(agent_client_protocol::v1::schema::LoadSessionRequest::new(session.clone(), h.cwd.clone()))
+        .await
+        .unwrap();
+    let replayed: Vec<Value> = call_updates(&h, &session, "e");
+    let revised =
+        replayed.iter().find(|u| u["sessionUpdate"] == "tool_call_update" && u.get("content").is_some());
+    assert_eq!(revised.map(|u| u["content"].clone()), Some(shown), "{replayed:#?}");
 }
 
 #[tokio::test]
@@ -211,8 +293,9 @@ async fn write_creates_directories_and_files_and_reports_the_modified_file_as_a_
     assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o644);
     let ask = ask_json(&h, 0);
     assert_eq!(ask["toolCall"]["title"], "Create deep/new/file.rs");
+    assert_eq!(ask["toolCall"].get("content"), None, "the ask refers to the call, which shows the diff");
     assert_eq!(
-        ask["toolCall"]["content"],
+        h.shown_content(&session, "w"),
         json!([{"type": "diff", "path": file, "newText": "fn main() {}\n"}]),
         "no oldText: a new file"
     );
@@ -344,8 +427,9 @@ async fn apply_patch_shows_every_file_in_one_ask_and_applies_all_of_them() {
     h.client.prompt(&session, "patch").await.unwrap();
     let ask = ask_json(&h, 0);
     assert_eq!(ask["toolCall"]["title"], "Patch a.txt, new/b.txt, old/gone.txt, +1 more");
+    assert_eq!(ask["toolCall"].get("content"), None, "the ask refers to the call, which shows the diffs");
     assert_eq!(
-        ask["toolCall"]["content"],
+        h.shown_content(&session, "p"),
         json!([
             {"type": "diff", "path": a, "oldText": "alpha\nbeta\n", "newText": "alpha\nBETA\n"},
             {"type": "diff", "path": h.cwd.join("new/b.txt"), "newText": "fresh\n"},

@@ -42,10 +42,14 @@ async fn a_rejected_key_names_the_cause_and_the_session_stays_usable() {
     .await;
     let session = h.session().await;
     let error = h.client.prompt(&session, "hi").await.unwrap_err();
-    assert_eq!(error.code, agent_client_protocol::ErrorCode::INTERNAL_ERROR);
+    assert_eq!(
+        error.code,
+        agent_client_protocol::ErrorCode::AUTH_REQUIRED,
+        "editors show their sign-in flow"
+    );
     assert_eq!(
         error.message,
-        "Model request failed: the model provider rejected the credentials (HTTP 401): Incorrect API key provided. Check TINYCODE_API_KEY (or OPENAI_API_KEY) and TINYCODE_BASE_URL."
+        "Model request failed: the model provider rejected the credentials (HTTP 401): Incorrect API key provided; fix the key: set TINYCODE_API_KEY."
     );
     assert_eq!(h.model.requests().len(), 1, "a 401 is never retried");
     let response = h.client.prompt(&session, "again").await.unwrap();
@@ -107,7 +111,7 @@ async fn a_context_overflow_is_compacted_once_and_otherwise_reported_with_the_pr
     let error = h.client.prompt(&session, "second").await.unwrap_err();
     assert_eq!(
         error.message,
-        "Model request failed: the conversation is too long for the model's context window: This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens.. Start a new session or shorten the conversation."
+        "Model request failed: the conversation is too long for the model's context window: This model's maximum context length is 4097 tokens. However, your messages resulted in 9000 tokens. Start a new session or shorten the conversation."
     );
     let summary_request = &h.model.requests()[2];
     assert!(
@@ -236,7 +240,7 @@ async fn bad_tool_arguments_missing_files_and_binary_files_are_errors_the_model_
     );
     assert_eq!(
         tool_result(&messages, "c"),
-        "Tool read needs file_path: string (Absolute path of the file to read); you sent keys [offset]. Resend the call with every required argument."
+        "Tool read needs file_path: string (the file to read) or paths: array of string (several files or glob patterns); you sent keys [offset]. Resend the call with one of them."
     );
     assert!(tool_result(&messages, "d").starts_with("invalid regex `(unclosed`: regex parse error"));
     assert_eq!(

@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tinycode::builtin::apply_patch::parser::{self, Mode};
 use tinycode::builtin::edit::cascade;
-use tinycode::llm::sse::Decoder;
+use tinycode::llm::transport::sse::Decoder;
 use tinycode::shell::classify::{self, Class};
 use tinycode::shell::tokenize;
 
@@ -188,7 +188,7 @@ fn sse_stream() -> impl Strategy<Value = (Vec<u8>, Vec<prop::sample::Index>)> {
     (prop_oneof![4 => bytes, 1 => noise], proptest::collection::vec(any::<prop::sample::Index>(), 0..6))
 }
 
-fn decode(chunks: &[&[u8]]) -> Result<Vec<tinycode::llm::sse::Event>, String> {
+fn decode(chunks: &[&[u8]]) -> Result<Vec<tinycode::llm::transport::sse::Event>, String> {
     let mut decoder = Decoder::new(1 << 20);
     let mut events = Vec::new();
     for chunk in chunks {

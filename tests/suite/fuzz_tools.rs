@@ -168,9 +168,12 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
             Default::default(),
         )),
         plan: None,
+        diagnostics: None,
         tasks: tasks.clone(),
         terminals: None,
         control: Default::default(),
+        subagents: None,
+        edit_mode: Default::default(),
     }
 }
 

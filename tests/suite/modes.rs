@@ -136,16 +136,21 @@ async fn leaving_plan_mode_shows_the_plan_in_the_ask_and_switches_only_when_appr
 #[tokio::test]
 async fn todowrite_drives_the_plan_panel_warns_the_model_and_the_plan_comes_back_on_load() {
     let mut h = Harness::start(vec![]).await;
-    let first = json!({"todos": [
+    let two_running = json!({"todos": [
         {"content": "Read the code", "status": "in_progress", "priority": "high"},
         {"content": "Write the fix", "status": "in_progress"},
+    ]});
+    let first = json!({"todos": [
+        {"content": "Read the code", "status": "in_progress", "priority": "high", "activeForm": "Reading the code"},
+        {"content": "Write the fix", "status": "pending", "activeForm": "Writing the fix"},
         {"content": "Run the tests", "status": "pending", "priority": "low"},
     ]});
     let second = json!({"todos": [
-        {"content": "Read the code", "status": "done", "priority": "high"},
-        {"content": "Write the fix", "status": "in_progress"},
+        {"content": "Read the code", "status": "done", "priority": "high", "activeForm": "Reading the code"},
+        {"content": "Write the fix", "status": "in_progress", "activeForm": "Writing the fix"},
     ]});
     h.model.script(vec![
+        calls(&[("t0", "todowrite", &two_running.to_string())]),
         calls(&[("t1", "todowrite", &first.to_string())]),
         calls(&[("t2", "todowrite", &second.to_string())]),
         answer(&["Working on it."]),
@@ -160,15 +165,16 @@ async fn todowrite_drives_the_plan_panel_warns_the_model_and_the_plan_comes_back
         plans,
         vec![
             json!({"sessionUpdate": "plan", "entries": [
-                entry("Read the code", "high", "in_progress"),
-                entry("Write the fix", "medium", "in_progress"),
+                entry("Reading the code", "high", "in_progress"),
+                entry("Write the fix", "medium", "pending"),
                 entry("Run the tests", "low", "pending"),
             ]}),
             json!({"sessionUpdate": "plan", "entries": [
                 entry("Read the code", "high", "completed"),
-                entry("Write the fix", "medium", "in_progress"),
+                entry("Writing the fix", "medium", "in_progress"),
             ]}),
-        ]
+        ],
+        "the refused list never reached the panel; an item in progress shows its activeForm"
     );
     assert_eq!(
         h.client.log.permission_requests.lock().unwrap().len(),
@@ -176,12 +182,16 @@ async fn todowrite_drives_the_plan_panel_warns_the_model_and_the_plan_comes_back
         "the plan is not an edit to approve"
     );
     assert_eq!(
-        tool_result(&h.model.messages(1), "t1"),
-        "The to-do list now reads:\n[~] Read the code\n[~] Write the fix\n[ ] Run the tests\nWarning: 2 items are in_progress; keep exactly one in progress and finish it before starting the next."
+        tool_result(&h.model.messages(1), "t0"),
+        "Only one item may be in_progress at a time, and 2 are: \"Read the code\", \"Write the fix\". Keep the one you are working on now in_progress, set the others to pending (not started yet) or done (finished), and send the whole list again. The list was not changed."
     );
     assert_eq!(
-        tool_result(&h.model.messages(2), "t2"),
-        "The to-do list now reads:\n[x] Read the code\n[~] Write the fix\nWarning: unfinished items disappeared: \"Run the tests\". If they are done, keep them marked done; if you dropped them, tell the user why."
+        tool_result(&h.model.messages(2), "t1"),
+        "The to-do list now reads:\n[~] Read the code (Reading the code)\n[ ] Write the fix\n[ ] Run the tests"
+    );
+    assert_eq!(
+        tool_result(&h.model.messages(3), "t2"),
+        "The to-do list now reads:\n[x] Read the code\n[~] Write the fix (Writing the fix)\nWarning: unfinished items disappeared: \"Run the tests\". If they are done, keep them marked done; if you dropped them, tell the user why."
     );
     let mut published = 0;
     while let Ok(event) = events.try_recv() {
@@ -196,4 +206,25 @@ async fn todowrite_drives_the_plan_panel_warns_the_model_and_the_plan_comes_back
     h.client.call(acp::LoadSessionRequest::new(session.clone(), h.cwd.clone())).await.unwrap();
     assert_eq!(of_kind(&h.client, &session, &["plan"]), vec![plans[1].clone()], "the last plan is replayed");
     h.model.assert_done();
+}
+
+#[tokio::test]
+async fn completing_the_last_item_after_changing_files_nudges_the_model_to_verify() {
+    let h = Harness::start(vec![]).await;
+    let file = h.cwd.join("notes.md");
+    let start = json!({"todos": [{"content": "Write the notes", "status": "in_progress"}]});
+    let done = json!({"todos": [{"content": "Write the notes", "status": "done"}]});
+    h.model.script(vec![
+        calls(&[("t1", "todowrite", &start.to_string())]),
+        calls(&[("w", "write", &json!({"file_path": file, "content": "notes\n"}).to_string())]),
+        calls(&[("t2", "todowrite", &done.to_string())]),
+        answer(&["Done."]),
+    ]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "write notes").await.unwrap();
+    assert_eq!(
+        tool_result(&h.model.messages(3), "t2"),
+        "The to-do list now reads:\n[x] Write the notes\nWarning: every item is done and you changed 1 file along the way, but no item verified the work. Before you report success, verify it: run the tests, the build or the linter that covers these changes, and fix what fails."
+    );
 }

@@ -42,7 +42,7 @@ fn asks(h: &Harness) -> Vec<Value> {
         .collect()
 }
 
-async fn pid_from(path: &Path) -> i32 {
+pub(crate) async fn pid_from(path: &Path) -> i32 {
     let read = async {
         loop {
             if let Ok(text) = std::fs::read_to_string(path)
@@ -56,7 +56,7 @@ async fn pid_from(path: &Path) -> i32 {
     tokio::time::timeout(PATIENCE, read).await.expect("the command wrote its pid")
 }
 
-async fn gone_within(pid: i32, limit: Duration) {
+pub(crate) async fn gone_within(pid: i32, limit: Duration) {
     let gone = async {
         while running(pid) {
             tokio::task::yield_now().await;
@@ -278,7 +278,7 @@ async fn background_tasks_can_be_listed_read_waited_for_and_stopped() {
     assert!(started.starts_with("Started task_1 (pid "), "{started}");
     let waited = tool_result(&h.model.messages(2), "w");
     assert!(
-        waited.contains("\n\nready\n[still running]\nWait ended: the pattern appeared in the output."),
+        waited.contains("\n\n<untrusted-output source=\"task_1 (`echo ready; sleep 60`)\">\nready\n</untrusted-output>\n[still running]\nWait ended: the pattern appeared in the output."),
         "{waited}"
     );
     let listed = tool_result(&h.model.messages(3), "l");
@@ -316,7 +316,7 @@ async fn a_monitored_task_that_exits_is_reported_to_the_model_on_its_next_reques
     let note = messages.last().unwrap();
     assert_eq!(note["role"], "user");
     let text = note["content"].as_str().unwrap();
-    assert!(text.starts_with("<background-tasks>\nMonitored task task_1 (`echo build finished`) has exited. Exit code 0.\nLast output:\nbuild finished"), "{text}");
+    assert!(text.starts_with("<background-tasks>\nMonitored task task_1 (`echo build finished`) has exited. Exit code 0.\nLast output:\n<untrusted-output source=\"task_1 (`echo build finished`)\">\nbuild finished\n</untrusted-output>"), "{text}");
 }
 
 #[tokio::test]
@@ -409,6 +409,115 @@ async fn editor_terminals_run_the_command_and_are_always_released() {
         updates.iter().find(|u| u["toolCallId"] == "t" && u["content"][0]["type"] == "terminal").unwrap();
     assert_eq!(embedded["content"], json!([{"type": "terminal", "terminalId": "term_1"}]));
     assert_eq!(finished(&updates, "t")["content"], json!([{"type": "terminal", "terminalId": "term_1"}]));
+}
+
+/// A background command that listens on a loopback port it chooses and prints it.
+const LISTENER: &str = "perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(Listen => 1, LocalAddr => \"127.0.0.1\", LocalPort => 0) or die; $| = 1; print \"port \", $s->sockport, \"\\n\"; sleep 60'";
+
+#[tokio::test]
+async fn kill_shell_by_port_stops_the_task_that_listens_there_and_refuses_another_process() {
+    let h = Harness::start(vec![]).await;
+    // A listener of the test process itself: not a task, so it must be refused and left alone.
+    let foreign = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let foreign_port = foreign.local_addr().unwrap().port();
+    h.model.script(vec![
+        calls(&[(
+            "m",
+            "monitor",
+            &json!({"command": LISTENER, "notify": "pattern", "pattern": "port \\d+"}).to_string(),
+        )]),
+        calls(&[(
+            "w",
+            "shell_output",
+            &json!({"task_id": "task_1", "wait": "pattern", "pattern": "port \\d+"}).to_string(),
+        )]),
+        answer(&["started"]),
+    ]);
+    // perl -e is a runner: the ask offers no "always" for it.
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce), Answer::Pick(K::AllowAlways)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "start the server").await.unwrap();
+    let waited = tool_result(&h.model.messages(2), "w");
+    let port: u16 =
+        waited.split("\nport ").nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap();
+    h.model.script(vec![
+        calls(&[
+            ("k", "kill_shell", &json!({"port": port}).to_string()),
+            ("f", "kill_shell", &json!({"port": foreign_port}).to_string()),
+        ]),
+        calls(&[
+            ("all", "shell_tasks", "{}"),
+            ("running", "shell_tasks", &json!({"includeStopped": false}).to_string()),
+        ]),
+        answer(&["stopped"]),
+    ]);
+    h.client.prompt(&session, "stop the server").await.unwrap();
+    let messages = h.model.messages(4);
+    assert_eq!(
+        tool_result(&messages, "k"),
+        format!("Stopped task_1 (`{LISTENER}`), listening on port {port}, with SIGTERM.")
+    );
+    let refused = tool_result(&messages, "f");
+    assert!(
+        refused.starts_with(&format!("Port {foreign_port} is held by pid {} (`", std::process::id())),
+        "{refused}"
+    );
+    let pid = std::process::id();
+    assert!(
+        refused.ends_with(&format!(
+            "which is not a task of this session, so nothing was signalled. If it must stop, stop it with bash (for example `kill {pid}`); the user will be asked."
+        )),
+        "{refused}"
+    );
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", foreign_port)).is_ok(),
+        "the other listener still runs"
+    );
+    let messages = h.model.messages(5);
+    assert!(
+        tool_result(&messages, "all").starts_with("task_1 [finished: Killed by SIGTERM"),
+        "{}",
+        tool_result(&messages, "all")
+    );
+    assert_eq!(
+        tool_result(&messages, "running"),
+        "<repair_note>renamed includeStopped→include_stopped</repair_note>\nNo running background tasks (1 finished; include_stopped: true lists them)."
+    );
+}
+
+#[tokio::test]
+async fn a_monitor_pattern_wakes_the_model_at_its_next_step_and_task_output_keeps_its_old_wait() {
+    let h = Harness::start(vec![]).await;
+    h.model.script(steps(vec![
+        vec![call(
+            "m",
+            "monitor",
+            json!({"command": "echo compiling; echo BUILD OK; sleep 60", "pattern": "BUILD (OK|FAILED)"}),
+        )],
+        vec![call("w", "shell_output", json!({"task_id": "task_1", "wait": "pattern", "pattern": "BUILD"}))],
+        vec![call("k", "kill_shell", json!({"task_id": "task_1"}))],
+        vec![call("o", "task_output", json!({"task_id": "task_1"}))],
+    ]));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways), Answer::Pick(K::AllowAlways)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "build").await.unwrap();
+    let started = tool_result(&h.model.messages(1), "m");
+    assert!(
+        started.contains("You will be told when its output matches `BUILD (OK|FAILED)`, and when it exits"),
+        "{started}"
+    );
+    // The pattern note arrives with the request after the wait, before the model's next step.
+    let note = h.model.messages(2).last().unwrap()["content"].as_str().unwrap().to_string();
+    assert!(
+        note.starts_with("<background-tasks>\nMonitored task task_1 (`echo compiling; echo BUILD OK; sleep 60`): its output matched `BUILD (OK|FAILED)`. Output so far:\n<untrusted-output source=\"task_1 (`echo compiling; echo BUILD OK; sleep 60`)\">\ncompiling\nBUILD OK\n</untrusted-output>"),
+        "{note}"
+    );
+    let output = tool_result(&h.model.messages(4), "o");
+    assert!(output.starts_with("<repair_note>"), "{output}");
+    assert!(
+        output.ends_with("[finished]\nWait ended: the task exited."),
+        "task_output waits for the exit: {output}"
+    );
 }
 
 #[tokio::test]

@@ -411,3 +411,50 @@ async fn trusting_a_project_mid_session_moves_the_session_to_its_server_and_pick
         })
         .await;
 }
+
+/// The description the model got for `tool` in request `n`.
+fn description(h: &Harness, n: usize, tool: &str) -> String {
+    h.model.requests()[n].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == tool)
+        .unwrap()["function"]["description"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_projects_tool_descriptions_need_trust_while_the_users_own_always_apply() {
+    let h = Setup::new(vec![answer(&["ok"])])
+        .project_file(".tinycode/tools/grep.md", "Search with grep (project text).\n")
+        .start()
+        .await;
+    let user_tools = h.root.path().join("config/tinycode/tools");
+    std::fs::create_dir_all(&user_tools).unwrap();
+    std::fs::write(user_tools.join("read.md"), "Read files (the user's text).").unwrap();
+    h.client.answer_permissions(&[Answer::Option(NOT_NOW)]);
+    let session = h.session().await;
+    trust_asked(&h, 1).await;
+    h.client.prompt(&session, "hello").await.unwrap();
+    assert_eq!(description(&h, 0, "read"), "Read files (the user's text).");
+    assert!(description(&h, 0, "grep").starts_with("Search file contents with a regular expression."));
+    let summary = asks(&h)[0]["toolCall"]["content"][0]["content"]["text"].as_str().unwrap().to_string();
+    assert!(
+        summary.contains(
+            "- replace what the model is told about this tool (prompt text from the repository): `tools.grep = \"Search with grep (project text).\"`"
+        ),
+        "{summary}"
+    );
+
+    let trusted = Setup::new(vec![answer(&["ok"])])
+        .project_file(".tinycode/tools/grep.md", "Search with grep (project text).\n")
+        .trusted()
+        .start()
+        .await;
+    let session = trusted.session().await;
+    trusted.client.prompt(&session, "hello").await.unwrap();
+    assert_eq!(description(&trusted, 0, "grep"), "Search with grep (project text).");
+    assert_eq!(asks(&trusted), Vec::<Value>::new());
+}

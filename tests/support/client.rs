@@ -392,6 +392,14 @@ impl TestClient {
         Ok(response.session_id)
     }
 
+    /// A new session with the MCP servers an editor declares.
+    pub async fn new_session_with(&self, cwd: &Path, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.call(acp::NewSessionRequest::new(cwd.to_path_buf()).mcp_servers(servers))
+            .await
+            .unwrap()
+            .session_id
+    }
+
     pub async fn prompt_blocks(
         &self,
         session: &acp::SessionId,
@@ -462,13 +470,35 @@ impl TestClient {
         self.log.updates.lock().unwrap().iter().map(|n| serde_json::to_value(n).unwrap()).collect()
     }
 
-    /// The `update` objects of one session.
+    /// The `update` objects of one session, consecutive chunks of one message joined: the agent coalesces
+    /// streamed text on a timer, so how a text is split into updates depends on timing, and the transcript
+    /// asserts the whole text instead.
     pub fn updates(&self, session: &acp::SessionId) -> Vec<Value> {
-        self.updates_json()
-            .into_iter()
-            .filter(|n| n["sessionId"] == session.0.as_ref())
-            .map(|n| n["update"].clone())
-            .collect()
+        let mut updates: Vec<Value> = Vec::new();
+        for update in self.updates_json().into_iter().filter(|n| n["sessionId"] == session.0.as_ref()) {
+            let update = update["update"].clone();
+            let chunk = |u: &Value| {
+                ["agent_message_chunk", "agent_thought_chunk"]
+                    .contains(&u["sessionUpdate"].as_str().unwrap_or(""))
+                    && u["content"]["type"] == "text"
+            };
+            if let Some(last) = updates.last_mut()
+                && chunk(last)
+                && chunk(&update)
+                && last["sessionUpdate"] == update["sessionUpdate"]
+                && last["messageId"] == update["messageId"]
+            {
+                let joined = format!(
+                    "{}{}",
+                    last["content"]["text"].as_str().unwrap(),
+                    update["content"]["text"].as_str().unwrap()
+                );
+                last["content"]["text"] = Value::String(joined);
+                continue;
+            }
+            updates.push(update);
+        }
+        updates
     }
 
     /// Wait until `condition` holds over the updates received so far.
@@ -529,10 +559,11 @@ pub struct Harness {
     pub bus: tinycode::bus::Bus,
     capabilities: acp::ClientCapabilities,
     registry: Arc<Registry>,
-    /// The provider comes from the user's config file rather than the environment.
-    user_provider: bool,
     /// The scheduler's clock (every agent of the harness shares it).
     clock: Option<tinycode::schedule::Clock>,
+    /// The first agent's environment and config home.
+    pub sources: Sources,
+    targets: Vec<tinycode::llm::detect::Target>,
 }
 
 pub struct Setup {
@@ -547,6 +578,14 @@ pub struct Setup {
     pub user_provider: bool,
     /// The scheduler's clock (UTC); the system clock when unset.
     pub clock: Option<tinycode::schedule::Clock>,
+    /// More lines for the user's config file (`{base_url}` stands for the fake model's URL).
+    pub user_config: String,
+    /// Environment changes: a value, or `None` to remove the variable.
+    pub env: Vec<(String, Option<String>)>,
+    /// Probe these loopback targets when nothing is configured (default: a port nothing listens on).
+    pub targets: Vec<tinycode::llm::detect::Target>,
+    /// Files of the project, written before the agent starts (relative path, text).
+    pub files: Vec<(String, String)>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -555,12 +594,12 @@ pub fn editor_fs() -> acp::ClientCapabilities {
         .fs(acp::FileSystemCapabilities::new().read_text_file(true).write_text_file(true))
 }
 
-/// What current Zed declares: fs, terminals, and the terminal `_meta` extension.
+/// What current Zed declares: fs, terminals, terminal sign-in, and the terminal `_meta` extensions.
 pub fn zed() -> acp::ClientCapabilities {
     let mut meta = acp::Meta::new();
     meta.insert("terminal_output".into(), serde_json::json!(true));
     meta.insert("terminal-auth".into(), serde_json::json!(true));
-    editor_fs().terminal(true).meta(meta)
+    editor_fs().terminal(true).auth(acp::AuthCapabilities::new().terminal(true)).meta(meta)
 }
 
 /// A client with terminals but without Zed's `_meta` extension.
@@ -578,7 +617,46 @@ impl Setup {
             trusted: false,
             user_provider: false,
             clock: None,
+            user_config: String::new(),
+            env: Vec::new(),
+            targets: Vec::new(),
+            files: Vec::new(),
         }
+    }
+
+    /// Write `text` to `rel` in the project before the agent starts (and before `trusted` trusts it).
+    pub fn project_file(self, rel: &str, text: &str) -> Self {
+        self.file(rel, text)
+    }
+
+    /// Add lines to the user's config file (`{base_url}` stands for the fake model's URL).
+    pub fn user_config(mut self, toml: &str) -> Self {
+        self.user_config.push_str(toml);
+        self.user_config.push('\n');
+        self
+    }
+
+    /// Set (or, with `None`, remove) an environment variable of the agent.
+    pub fn env(mut self, name: &str, value: Option<&str>) -> Self {
+        self.env.push((name.to_string(), value.map(String::from)));
+        self
+    }
+
+    /// Configure no provider at all: only key variables and probes can find one.
+    pub fn unconfigured(self) -> Self {
+        self.env("TINYCODE_BASE_URL", None).env("TINYCODE_API_KEY", None).env("TINYCODE_MODEL", None)
+    }
+
+    /// Probe these loopback targets when nothing is configured.
+    pub fn probes(mut self, targets: Vec<tinycode::llm::detect::Target>) -> Self {
+        self.targets = targets;
+        self
+    }
+
+    /// A project file written before the agent starts (and before `trusted` takes the project's settings).
+    pub fn file(mut self, rel: &str, text: &str) -> Self {
+        self.files.push((rel.to_string(), text.to_string()));
+        self
     }
 
     /// Scheduled jobs read the time from `clock`, in UTC.
@@ -628,27 +706,44 @@ impl Setup {
         } else {
             String::new()
         };
+        let extra = self.user_config.replace("{base_url}", &model.base_url);
         std::fs::write(
             config_home.join("tinycode/config.toml"),
-            format!("{provider}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"),
+            format!(
+                "{provider}{extra}[retry]\nmax_retries = 2\ninitial_backoff_ms = 1\nmax_backoff_ms = 5\n"
+            ),
         )
         .unwrap();
+        for (rel, text) in &self.files {
+            let path = cwd.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
         if !self.project_config.is_empty() {
             std::fs::create_dir_all(cwd.join(".tinycode")).unwrap();
             std::fs::write(cwd.join(".tinycode/config.toml"), &self.project_config).unwrap();
         }
-        let sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
+        let mut sources = agent_sources(self.user_provider, &model.base_url, &data, &config_home);
+        for (name, value) in &self.env {
+            match value {
+                Some(value) => sources.env.insert(name.clone(), value.replace("{base_url}", &model.base_url)),
+                None => sources.env.remove(name),
+            };
+        }
         if self.trusted {
             let trust = tinycode::config::trust::Trust::new(&sources);
             let loaded = tinycode::config::Config::load(&sources, &cwd, &trust).unwrap();
             trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
         }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
-        let manager = with_clock(Manager::with_registry(sources, registry.clone()), &self.clock);
+        let manager = with_clock(
+            Manager::with_registry(sources.clone(), registry.clone())
+                .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone())),
+            &self.clock,
+        );
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        let user_provider = self.user_provider;
         Harness {
             root,
             cwd,
@@ -658,7 +753,8 @@ impl Setup {
             bus,
             capabilities: self.capabilities,
             registry,
-            user_provider,
+            sources,
+            targets: self.targets,
             clock: self.clock,
         }
     }
@@ -705,6 +801,21 @@ impl Harness {
         self.client.new_session(&self.cwd).await
     }
 
+    /// A session with these MCP servers, as an editor declares them.
+    pub async fn session_with(&self, servers: Vec<acp::McpServer>) -> acp::SessionId {
+        self.client.new_session_with(&self.cwd, servers).await
+    }
+
+    /// The user's config directory (`$XDG_CONFIG_HOME`).
+    pub fn config_home(&self) -> PathBuf {
+        self.root.path().join("config")
+    }
+
+    /// The home directory the agent sees (`$HOME`).
+    pub fn home(&self) -> PathBuf {
+        self.data.clone()
+    }
+
     /// The text of every agent message chunk of `session`, in order.
     pub fn said(&self, session: &acp::SessionId) -> Vec<String> {
         self.client
@@ -715,6 +826,22 @@ impl Harness {
             .collect()
     }
 
+    /// The content the card of call `id` shows before it runs (what its permission ask refers to): the
+    /// content of the last `tool_call`/`tool_call_update` for it that carried some before it completed.
+    pub fn shown_content(&self, session: &acp::SessionId, id: &str) -> Value {
+        self.client
+            .updates(session)
+            .into_iter()
+            .rev()
+            .find(|u| {
+                u["toolCallId"] == id
+                    && u.get("content").is_some()
+                    && u.get("status") != Some(&Value::from("completed"))
+            })
+            .map(|u| u["content"].clone())
+            .unwrap_or(Value::Null)
+    }
+
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
         self.agent_and_bus().await.0
@@ -722,13 +849,11 @@ impl Harness {
 
     /// Another agent and its event bus.
     async fn agent_and_bus(&self) -> (TestClient, tinycode::bus::Bus) {
-        let sources = agent_sources(
-            self.user_provider,
-            &self.model.base_url,
-            &self.data,
-            &self.root.path().join("config"),
+        let manager = with_clock(
+            Manager::with_registry(self.sources.clone(), self.registry.clone())
+                .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone())),
+            &self.clock,
         );
-        let manager = with_clock(Manager::with_registry(sources, self.registry.clone()), &self.clock);
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;

@@ -1,5 +1,7 @@
-//! A fake OpenAI-compatible streaming server on 127.0.0.1 that plays a script of replies, records every
-//! request, and answers any request beyond the script with a loud error (HTTP 400, which is never retried).
+//! A fake model server on 127.0.0.1 that plays a script of replies to whichever wire format is asked (Chat
+//! Completions, Responses, Anthropic Messages), records every request, and answers any request beyond the script
+//! with a loud error (HTTP 400, which is never retried). It can also pass for a local server (Ollama, LM Studio,
+//! llama.cpp, vLLM) by answering that server's fingerprint and model-info endpoints.
 
 use std::sync::{Arc, Mutex};
 
@@ -22,7 +24,21 @@ pub enum Reply {
     Forever { every: std::time::Duration, text: String },
     /// An error status with headers and a body.
     Status { code: u16, headers: Vec<(String, String)>, body: String },
+    /// Any status with a content type and a body (a web page, or one JSON body for a streamed request).
+    Page { code: u16, content_type: String, body: String },
 }
+
+/// A local server the fake can pass for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Persona {
+    Ollama,
+    LmStudio,
+    LlamaCpp,
+    Vllm,
+}
+
+/// The paths a model request may go to.
+const MODEL_PATHS: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/messages"];
 
 /// One request the server received.
 #[derive(Debug, Clone)]
@@ -50,6 +66,25 @@ struct Shared {
     model_listings: usize,
     /// The `Authorization` header of every model-list request.
     listing_authorizations: Vec<Option<String>>,
+    /// Scripts for requests whose first user message contains a marker (subagents running beside their parent).
+    routes: Vec<(String, Vec<Reply>, usize)>,
+    /// Requests for anything but the model API and the model list.
+    probes: Vec<String>,
+    /// The local server this fake passes for.
+    persona: Option<Persona>,
+    /// The context window it reports (as a local server).
+    context: u64,
+}
+
+/// The text of a request's first user message (`messages` of Chat Completions and Messages, `input` of
+/// Responses).
+fn first_user(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .or_else(|| body["input"].as_array())
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
 }
 
 pub struct FakeModel {
@@ -69,7 +104,7 @@ impl FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}/v1", listener.local_addr().unwrap());
         let models = Some(vec!["fake-model".to_string(), "fake-model-large".to_string()]);
-        let shared = Arc::new(Mutex::new(Shared { script, models, ..Shared::default() }));
+        let shared = Arc::new(Mutex::new(Shared { script, models, context: 32_768, ..Shared::default() }));
         let state = shared.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -86,9 +121,30 @@ impl FakeModel {
         self.shared.lock().unwrap().script.extend(replies);
     }
 
+    /// Answer requests whose first user message contains `marker` from `replies`, in order, instead of the main
+    /// script (a subagent's requests, when they may interleave with its parent's).
+    pub fn route(&self, marker: &str, replies: Vec<Reply>) {
+        self.shared.lock().unwrap().routes.push((marker.to_string(), replies, 0));
+    }
+
     /// Make `GET /v1/models` answer these ids (`None`: fail with HTTP 500).
     pub fn set_models(&self, models: Option<Vec<String>>) {
         self.shared.lock().unwrap().models = models;
+    }
+
+    /// Pass for a local server: answer its fingerprint and model-info endpoints.
+    pub fn impersonate(&self, persona: Persona) {
+        self.shared.lock().unwrap().persona = Some(persona);
+    }
+
+    /// The port the fake listens on.
+    pub fn port(&self) -> u16 {
+        self.base_url.trim_end_matches("/v1").rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// Requests for anything but the model API and the model list (fingerprints, model info), in order.
+    pub fn probes(&self) -> Vec<String> {
+        self.shared.lock().unwrap().probes.clone()
     }
 
     /// How many times the model list was requested.
@@ -116,6 +172,9 @@ impl FakeModel {
         let shared = self.shared.lock().unwrap();
         assert!(shared.unexpected.is_empty(), "unexpected requests: {:?}", shared.unexpected);
         assert_eq!(shared.next, shared.script.len(), "scripted replies left unused");
+        for (marker, replies, next) in &shared.routes {
+            assert_eq!(*next, replies.len(), "replies routed to {marker:?} left unused");
+        }
     }
 }
 
@@ -162,21 +221,37 @@ fn sse(events: &[Value]) -> String {
 async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
     let Some((method, path, headers, body)) = read_request(&mut stream).await else { return };
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    if method == "GET" && path == "/v1/models" {
-        let models = {
+    if method == "GET" && path.starts_with("/v1/models") {
+        let (models, persona, context) = {
             let mut shared = state.lock().unwrap();
             shared.model_listings += 1;
-            let authorization =
-                headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("authorization")).map(|(_, v)| v.clone());
+            let authorization = headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("authorization") || k.eq_ignore_ascii_case("x-api-key"))
+                .map(|(_, v)| v.clone());
             shared.listing_authorizations.push(authorization);
-            shared.models.clone()
+            (shared.models.clone(), shared.persona, shared.context)
         };
         let reply = match models {
             Some(ids) => {
-                let data: Vec<Value> = ids.iter().map(|id| json!({"id": id, "object": "model"})).collect();
+                let vllm = persona == Some(Persona::Vllm);
+                let data: Vec<Value> = ids
+                    .iter()
+                    .map(|id| match vllm {
+                        true => {
+                            json!({"id": id, "object": "model", "owned_by": "vllm", "max_model_len": context})
+                        }
+                        false => json!({"id": id, "object": "model"}),
+                    })
+                    .collect();
                 let body = json!({"object": "list", "data": data}).to_string();
+                let server = match persona {
+                    Some(Persona::Vllm) => "Server: uvicorn\r\n",
+                    Some(Persona::LlamaCpp) => "Server: llama.cpp\r\n",
+                    _ => "",
+                };
                 format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    "HTTP/1.1 200 OK\r\n{server}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                     body.len()
                 )
             }
@@ -186,13 +261,42 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
         let _ = stream.shutdown().await;
         return;
     }
+    if method != "POST" || !path.starts_with("/v1/") {
+        // Not a model request: a local server's own endpoint, answered when the fake passes for that server.
+        let (persona, models, context) = {
+            let mut shared = state.lock().unwrap();
+            shared.probes.push(format!("{method} {path}"));
+            (shared.persona, shared.models.clone().unwrap_or_default(), shared.context)
+        };
+        let reply = match local_endpoint(persona, &method, &path, &models, context) {
+            Some((content_type, body)) => format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+            None => "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_string(),
+        };
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+        return;
+    }
     let reply = {
         let mut shared = state.lock().unwrap();
+        let user = first_user(&body);
         shared.requests.push(Recorded { method: method.clone(), path: path.clone(), headers, body });
-        let reply = shared.script.get(shared.next).cloned();
+        let routed = shared.routes.iter_mut().find(|(marker, _, _)| user.contains(marker.as_str()));
+        let reply = match routed {
+            Some((_, replies, next)) => {
+                let reply = replies.get(*next).cloned();
+                *next += 1;
+                reply.map(|r| (r, true))
+            }
+            None => shared.script.get(shared.next).cloned().map(|r| (r, false)),
+        };
         match reply {
-            Some(reply) if method == "POST" && path == "/v1/chat/completions" => {
-                shared.next += 1;
+            Some((reply, routed)) if method == "POST" && MODEL_PATHS.contains(&path.as_str()) => {
+                if !routed {
+                    shared.next += 1;
+                }
                 reply
             }
             _ => {
@@ -225,6 +329,13 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
             let mut sink = [0u8; 64];
             while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
         }
+        Reply::Page { code, content_type, body } => {
+            let head = format!(
+                "HTTP/1.1 {code} Whatever\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(format!("{head}{body}").as_bytes()).await;
+        }
         Reply::Forever { every, text } => {
             let _ = stream.write_all(sse_head.as_bytes()).await;
             while stream.write_all(text.as_bytes()).await.is_ok() && stream.flush().await.is_ok() {
@@ -241,6 +352,57 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<Shared>>) {
         }
     }
     let _ = stream.shutdown().await;
+}
+
+/// What a local server answers on its own endpoints: (content type, body).
+fn local_endpoint(
+    persona: Option<Persona>,
+    method: &str,
+    path: &str,
+    models: &[String],
+    context: u64,
+) -> Option<(&'static str, String)> {
+    let json = |v: Value| Some(("application/json", v.to_string()));
+    match (persona?, method, path) {
+        (Persona::Ollama, "GET", "/") => Some(("text/plain", "Ollama is running".to_string())),
+        (Persona::Ollama, "GET", "/api/tags") => {
+            json(json!({"models": models.iter().map(|m| json!({"name": m, "model": m})).collect::<Vec<_>>()}))
+        }
+        (Persona::Ollama, "POST", "/api/show") => json(json!({
+            "capabilities": ["completion", "tools", "vision"],
+            "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960}
+        })),
+        (Persona::Ollama, "GET", "/api/ps") => json(
+            json!({"models": models.iter().take(1).map(|m| json!({"name": m, "context_length": context})).collect::<Vec<_>>()}),
+        ),
+        (Persona::LmStudio, "GET", "/lmstudio-greeting") => json(json!({"lmstudio": true})),
+        (Persona::LmStudio, "GET", "/api/v0/models") => json(json!({"data": models.iter().map(|m| json!({
+            "id": m, "type": "llm", "state": "loaded", "loaded_context_length": context, "max_context_length": 131072,
+            "capabilities": ["tool_use"]
+        })).collect::<Vec<_>>()})),
+        (Persona::LlamaCpp, "GET", "/props") => json(json!({
+            "default_generation_settings": {"n_ctx": context},
+            "modalities": {"vision": false},
+            "chat_template_caps": {"supports_tool_calls": true}
+        })),
+        _ => None,
+    }
+}
+
+/// A recorded stream from `tests/fixtures/providers/`, replayed as is.
+pub fn fixture(name: &str) -> Reply {
+    let path = format!("{}/tests/fixtures/providers/{name}", env!("CARGO_MANIFEST_DIR"));
+    Reply::Raw(std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}")))
+}
+
+/// A web page with this status.
+pub fn page(code: u16, html: &str) -> Reply {
+    Reply::Page { code, content_type: "text/html; charset=utf-8".into(), body: html.into() }
+}
+
+/// One whole JSON body with status 200 (a server that ignores `stream: true`).
+pub fn whole(body: Value) -> Reply {
+    Reply::Page { code: 200, content_type: "application/json".into(), body: body.to_string() }
 }
 
 /// A stream of SSE comments (`: keep-alive`) that never sends data, one every `every`.

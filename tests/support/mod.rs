@@ -3,6 +3,7 @@
 pub mod client;
 pub mod fake_model;
 pub mod fuzz;
+pub mod mcp;
 pub mod raw;
 pub mod scenario;
 pub mod schema;

@@ -95,9 +95,15 @@ async fn open_session(
 }
 
 async fn drive(cx: Connection, options: &Options, output: &Output) -> Result<(String, Exit), Failure> {
-    cx.send_request(acp::InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1))
-        .block_task()
-        .await?;
+    // Notices (an MCP server that failed) go to stderr, not into the answer.
+    let capabilities = acp::ClientCapabilities::new()
+        .session(acp::ClientSessionCapabilities::new().notices(acp::NoticeCapabilities::new()));
+    cx.send_request(
+        acp::InitializeRequest::new(agent_client_protocol::schema::ProtocolVersion::V1)
+            .client_capabilities(capabilities),
+    )
+    .block_task()
+    .await?;
     let session = open_session(&cx, options, output).await?;
     let prompt = vec![acp::ContentBlock::Text(acp::TextContent::new(options.prompt.clone()))];
     let request = cx.send_request(acp::PromptRequest::new(session.clone(), prompt)).block_task();

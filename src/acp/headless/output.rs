@@ -85,6 +85,16 @@ impl Output {
             "agent_thought_chunk" => self.chunk(update, "thought"),
             "tool_call" => self.tool_call(update),
             "tool_call_update" => self.tool_result(update),
+            // A notice (an MCP server that failed) is for the person, not the answer: stderr in both modes.
+            "notice" => {
+                let description = text(&update["description"]);
+                let title = text(&update["title"]);
+                self.note(&if description.is_empty() {
+                    format!("! {title}")
+                } else {
+                    format!("! {title}: {description}")
+                })
+            }
             "plan" if self.json => self.event(json!({"type": "plan", "entries": update["entries"]})),
             "usage_update" if self.json => {
                 self.event(json!({"type": "usage", "used": update["used"], "size": update["size"]}))

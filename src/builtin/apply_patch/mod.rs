@@ -233,10 +233,12 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         }
     }
     let mut notes = Vec::new();
+    let mut written_files = Vec::new();
     for step in &plan.steps {
         let (path, operation) = match step {
             Step::Write { path, new, operation, .. } => {
                 let written = ctx.files.write(path, new, &ctx.directory).await?;
+                written_files.push((path.clone(), written.content.clone()));
                 if let Some(error) = written.formatter_error {
                     notes.push(format!(
                         "The formatter failed on {} (the file was still written): {error}",
@@ -257,7 +259,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     for note in notes {
         output.push_str(&format!("\n{note}"));
     }
-    Ok(ToolOutput {
+    let mut result = ToolOutput {
         output,
         display,
         locations,
@@ -265,5 +267,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         bounded: false,
         failed: false,
         end_turn: None,
-    })
+    };
+    super::diagnostics::after_write(&ctx, written_files, &mut result).await;
+    Ok(result)
 }

@@ -5,7 +5,8 @@
 //!
 //! Owns text transformation only; no I/O.
 
-use super::levenshtein::similarity;
+use super::budget::Budget;
+use super::levenshtein::distance_metered;
 use super::replacers::Strategy;
 
 const BOM: char = '\u{feff}';
@@ -54,14 +55,26 @@ pub struct Edited {
     pub inserted_len: usize,
 }
 
-/// The replacement cascade on `content` (which has no BOM and consistent line endings).
+/// The replacement cascade on `content` (which has no BOM and consistent line endings), within the default
+/// [`Budget`].
 pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, EditError> {
+    replace_within(content, old, new, replace_all, &Budget::new(None))
+}
+
+/// [`replace`] with the caller's budget (and cancellation check).
+pub fn replace_within(
+    content: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    budget: &Budget,
+) -> Result<Edited, EditError> {
     if old == new {
         return Err(EditError::Identical);
     }
     let mut ambiguous = 0;
     for strategy in Strategy::CASCADE {
-        for candidate in strategy.yields(content, old) {
+        for candidate in strategy.yields_within(content, old, budget) {
             if candidate.is_empty() {
                 continue;
             }
@@ -96,7 +109,16 @@ pub fn replace(content: &str, old: &str, new: &str, replace_all: bool) -> Result
     if ambiguous > 0 {
         return Err(EditError::Ambiguous { count: ambiguous });
     }
-    Err(EditError::NotFound { hint: did_you_mean(content, old) })
+    let mut hint = did_you_mean_within(content, old, budget);
+    if budget.ran_out() && !budget.is_cancelled() {
+        let note = "Fuzzy matching examined only the most promising parts of this file (its work is capped); \
+                    copy the lines exactly, or use a shorter old_string.";
+        hint = Some(match hint {
+            Some(hint) => format!("{hint}\n\n{note}"),
+            None => note.to_string(),
+        });
+    }
+    Err(EditError::NotFound { hint })
 }
 
 /// Bring `text` to the file's line ending: `\r\n` everywhere when the file uses CRLF, `\n` otherwise.
@@ -108,6 +130,17 @@ fn to_line_ending(text: &str, crlf: bool) -> String {
 /// The edit tool's text rules around [`replace`]: strip and restore a BOM, match in the file's line ending,
 /// rewrite the whole file for an empty `old_string`.
 pub fn edit(original: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited, EditError> {
+    edit_within(original, old, new, replace_all, &Budget::new(None))
+}
+
+/// [`edit`] with the caller's budget (and cancellation check).
+pub fn edit_within(
+    original: &str,
+    old: &str,
+    new: &str,
+    replace_all: bool,
+    budget: &Budget,
+) -> Result<Edited, EditError> {
     let (bom, body) = match original.strip_prefix(BOM) {
         Some(rest) => (BOM.len_utf8(), rest),
         None => (0, original),
@@ -121,7 +154,7 @@ pub fn edit(original: &str, old: &str, new: &str, replace_all: bool) -> Result<E
         }
         Edited { content: new.clone(), strategy: None, count: 1, offset: 0, inserted_len: new.len() }
     } else {
-        replace(body, &old, &new, replace_all)?
+        replace_within(body, &old, &new, replace_all, budget)?
     };
     if bom > 0 {
         edited.content.insert(0, BOM);
@@ -143,15 +176,33 @@ pub fn numbered_excerpt(text: &str, first: usize, last: usize) -> String {
 
 /// A hint for a failed match: where the most similar line to the pattern's first line is, with context.
 pub fn did_you_mean(content: &str, old: &str) -> Option<String> {
-    let wanted = old.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let (index, score) = content
-        .split('\n')
-        .enumerate()
-        .map(|(i, line)| (i, similarity(line.trim(), wanted)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    if score < 0.5 {
-        return None;
+    did_you_mean_within(content, old, &Budget::new(None))
+}
+
+/// [`did_you_mean`] within a budget. The most similar line (the last of equals, as `max_by` picks) with a
+/// similarity of at least 0.5; each line's distance is banded by the best similarity so far.
+fn did_you_mean_within(content: &str, old: &str, budget: &Budget) -> Option<String> {
+    let wanted: Vec<char> = old.lines().map(str::trim).find(|l| !l.is_empty())?.chars().collect();
+    let meter = budget.meter();
+    let mut best: Option<(usize, f64)> = None;
+    for (i, line) in content.split('\n').enumerate() {
+        let line: Vec<char> = line.trim().chars().collect();
+        let longest = line.len().max(wanted.len());
+        let floor = best.map_or(0.5, |(_, score)| score);
+        // One more than the exact limit, so rounding never drops a tie; the score decides.
+        let limit = ((1.0 - floor) * longest as f64).floor() as usize + 1;
+        let Some(distance) = distance_metered(&line, &wanted, limit, &meter) else {
+            if meter.spent() {
+                break;
+            }
+            continue;
+        };
+        let score = if longest == 0 { 1.0 } else { 1.0 - distance as f64 / longest as f64 };
+        if score >= floor {
+            best = Some((i, score));
+        }
     }
+    let (index, _) = best?;
     let line = index + 1;
     let span = old.lines().count().max(1);
     let excerpt = numbered_excerpt(content, line.saturating_sub(2).max(1), line + span + 1);
@@ -197,6 +248,46 @@ mod tests {
         assert_eq!(
             hint,
             "Did you mean the text near line 2?\n1\tfn main() {\n2\t    let total = 1;\n3\t    println!(\"{total}\");\n4\t}\n5\t"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_edit_stops_matching_and_adds_no_note() {
+        let cancelled = || true;
+        let budget = Budget::new(Some(&cancelled));
+        let content = "start\n  alpha\n  beta\nend\n";
+        assert_eq!(
+            edit_within(content, "start\nalpha\nbetx\nend", "x", false, &budget),
+            Err(EditError::NotFound { hint: None })
+        );
+        assert!(budget.ran_out());
+    }
+
+    #[test]
+    fn a_miss_that_hit_the_work_cap_says_matching_was_capped() {
+        let content: String = (0..50).map(|i| format!("line number {i} of the file\n")).collect();
+        let budget = Budget::with_cells(None, 100);
+        let err = replace_within(&content, "line number 7 of the flie\nsomething else", "x", false, &budget);
+        assert_eq!(
+            err,
+            Err(EditError::NotFound {
+                hint: Some(
+                    "Fuzzy matching examined only the most promising parts of this file (its work is capped); copy the lines exactly, or use a shorter old_string."
+                        .into()
+                )
+            })
+        );
+        let unlimited = replace_within(
+            &content,
+            "line number 7 of the flie\nsomething else",
+            "x",
+            false,
+            &Budget::unlimited(),
+        );
+        let excerpt: String = (5..=10).map(|i| format!("\n{}\tline number {i} of the file", i + 1)).collect();
+        assert_eq!(
+            unlimited,
+            Err(EditError::NotFound { hint: Some(format!("Did you mean the text near line 8?{excerpt}")) })
         );
     }
 

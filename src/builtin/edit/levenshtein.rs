@@ -3,6 +3,8 @@
 //!
 //! Owns string distance only.
 
+use super::budget::{Budget, Meter};
+
 /// Edit distance between `a` and `b`, counted in characters.
 pub fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
@@ -29,6 +31,16 @@ pub fn distance(a: &str, b: &str) -> usize {
 /// The distance between `a` and `b` if it is at most `limit`, computed only in the diagonal band that can
 /// stay within the limit (two rows of `2·limit + 1` cells).
 pub fn distance_within(a: &[char], b: &[char], limit: usize) -> Option<usize> {
+    distance_metered(a, b, limit, &Budget::unlimited().meter())
+}
+
+/// Rows of the banded programme between two charges to the meter (and cancellation checks).
+const ROWS_PER_CHARGE: usize = 32;
+
+/// [`distance_within`] that charges its cells to `meter` and gives up (`None`) when the meter refuses.
+/// Only the band is touched: each row writes its cells plus one sentinel on either side, so a row costs
+/// `2·limit + 3` cells however long `b` is, and the programme stops as soon as a whole row exceeds the limit.
+pub fn distance_metered(a: &[char], b: &[char], limit: usize, meter: &Meter) -> Option<usize> {
     if a.len().abs_diff(b.len()) > limit {
         return None;
     }
@@ -36,18 +48,25 @@ pub fn distance_within(a: &[char], b: &[char], limit: usize) -> Option<usize> {
         return Some(a.len().max(b.len()));
     }
     let far = limit + 1;
+    let band = (2 * limit + 1).min(b.len()) as u64;
     let mut previous: Vec<usize> = (0..=b.len()).map(|j| if j <= limit { j } else { far }).collect();
     let mut current = vec![far; b.len() + 1];
     for i in 1..=a.len() {
+        if i % ROWS_PER_CHARGE == 1 && !meter.charge(band * ROWS_PER_CHARGE as u64) {
+            return None;
+        }
         let (low, high) = (i.saturating_sub(limit).max(1), (i + limit).min(b.len()));
-        current.fill(far);
-        current[0] = if i <= limit { i } else { far };
-        let mut best = current[0];
+        current[low - 1] = if low == 1 && i <= limit { i } else { far };
+        let mut best = current[low - 1];
+        let ai = a[i - 1];
         for j in low..=high {
-            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let substitution = previous[j - 1] + usize::from(ai != b[j - 1]);
             let value = substitution.min(previous[j] + 1).min(current[j - 1] + 1).min(far);
             current[j] = value;
             best = best.min(value);
+        }
+        if high < b.len() {
+            current[high + 1] = far;
         }
         if best > limit {
             return None;

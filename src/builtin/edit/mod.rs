@@ -1,6 +1,7 @@
 //! The `edit` tool (seed 000 §8.3): search-and-replace through the ten-strategy cascade, computed in memory,
 //! shown to the user as a diff, then written. Binary files and files over 10 MB are refused up front.
 
+pub mod budget;
 pub mod cascade;
 pub mod levenshtein;
 pub mod replacers;
@@ -13,11 +14,12 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::change::{line_of, shown, unchanged_since_preview, veto_secrets, writable};
+use super::change::{diff_content, line_of, shown, unchanged_since_preview, veto_secrets, writable};
 use super::read;
-use crate::display::{Content, Kind, Location, Presentation};
+use crate::display::{Kind, Location, Presentation};
 use crate::permission::Category;
-use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_str, resolve_path};
+use crate::tool::{Context, Def, Preview, Progress, ToolError, ToolOutput, arg_str, resolve_path};
+use budget::Budget;
 use replacers::Strategy;
 
 pub const ID: &str = "edit";
@@ -97,8 +99,9 @@ async fn editable_text(ctx: &Context, path: &Path) -> Result<Option<String>, Too
     Ok(text)
 }
 
-fn not_found(path: &Path) -> ToolError {
-    let similar: Vec<String> = read::suggest_similar(path).iter().map(|p| p.display().to_string()).collect();
+fn not_found(path: &Path, stack: &crate::workspace::ignore_rules::Stack) -> ToolError {
+    let similar: Vec<String> =
+        read::suggest_similar(path, stack).iter().map(|p| p.display().to_string()).collect();
     let mut message = format!(
         "File not found: {}. To create it, use write (or edit with an empty old_string).",
         path.display()
@@ -117,16 +120,35 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
     let old = editable_text(&ctx, &path).await?;
     match &old {
         Some(text) => ctx.files.check_fresh(&path, text, false)?,
-        None if !old_string.is_empty() => return Err(not_found(&path)),
+        None if !old_string.is_empty() => return Err(not_found(&path, &ctx.files.ignores())),
         None => {}
     }
-    // The cascade is CPU work (fuzzy matching over large files): keep it off the async runtime.
-    let (text, find, replacement) =
-        (old.clone().unwrap_or_default(), old_string.to_string(), new_string.to_string());
-    let edited = tokio::task::spawn_blocking(move || cascade::edit(&text, &find, &replacement, replace_all))
-        .await
-        .map_err(|e| ToolError::execution(format!("the edit failed: {e}")))?
-        .map_err(|e| ToolError::retry(e.message(&path.display().to_string())))?;
+    // The editor hears of the call before the matching starts: fuzzy matching on a large file takes a while.
+    ctx.report(Progress::Presented(Presentation {
+        title: format!("Edit {} (matching…)", shown(&path, &ctx.directory)),
+        kind: Kind::Edit,
+        locations: vec![Location::new(&path)],
+        patterns: vec![path.to_string_lossy().into_owned()],
+        content: Vec::new(),
+    }));
+    // The cascade is CPU work (fuzzy matching over large files): keep it off the async runtime, within its
+    // budget, checking the turn's cancellation between windows.
+    // The file's text moves into the task and back (a 10 MB file is not copied).
+    let (find, replacement) = (old_string.to_string(), new_string.to_string());
+    let token = ctx.cancel.clone();
+    let (edited, cancelled, old) = tokio::task::spawn_blocking(move || {
+        let cancelled = || token.is_cancelled();
+        let budget = Budget::new(Some(&cancelled));
+        let text = old.as_deref().unwrap_or("");
+        let edited = cascade::edit_within(text, &find, &replacement, replace_all, &budget);
+        (edited, budget.is_cancelled(), old)
+    })
+    .await
+    .map_err(|e| ToolError::execution(format!("the edit failed: {e}")))?;
+    if cancelled {
+        return Err(ToolError::Cancelled);
+    }
+    let edited = edited.map_err(|e| ToolError::retry(e.message(&path.display().to_string())))?;
     veto_secrets(&path, old.as_deref().unwrap_or(""), &edited.content)?;
     let first_line = line_of(&edited.content, edited.offset);
     let last_line = line_of(&edited.content, edited.offset + edited.inserted_len);
@@ -135,11 +157,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         kind: Kind::Edit,
         locations: vec![Location::at_line(&path, first_line)],
         patterns: vec![path.to_string_lossy().into_owned()],
-        content: vec![Content::Diff {
-            path: path.clone(),
-            old_text: old.clone(),
-            new_text: edited.content.clone(),
-        }],
+        content: diff_content(&path, old.as_deref(), &edited.content, ctx.files.diff_limit()),
     };
     let plan = Plan {
         path,
@@ -176,13 +194,9 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     if let Some(error) = &written.formatter_error {
         output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));
     }
-    Ok(ToolOutput {
+    let mut result = ToolOutput {
         output,
-        display: vec![Content::Diff {
-            path: plan.path.clone(),
-            old_text: plan.old.clone(),
-            new_text: written.content.clone(),
-        }],
+        display: diff_content(&plan.path, plan.old.as_deref(), &written.content, ctx.files.diff_limit()),
         locations: vec![Location::at_line(&plan.path, plan.first_line)],
         metadata: json!({
             "path": plan.path,
@@ -193,5 +207,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         bounded: false,
         failed: false,
         end_turn: None,
-    })
+    };
+    super::diagnostics::after_write(&ctx, vec![(plan.path.clone(), written.content)], &mut result).await;
+    Ok(result)
 }

@@ -6,7 +6,8 @@
 //! Owns matching only. Known upstream defects are deliberately not reproduced: block anchors consider every
 //! closing line rather than stopping at the first one; an empty pattern yields nothing.
 
-use super::levenshtein::similarity;
+use super::budget::{Budget, Meter};
+use super::levenshtein::distance_metered;
 
 /// One strategy, named as in the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,22 +62,27 @@ impl Strategy {
         }
     }
 
-    /// The candidates this strategy proposes for `find` in `content`.
+    /// The candidates this strategy proposes for `find` in `content`, with no cap on the work.
     pub fn yields(self, content: &str, find: &str) -> Vec<String> {
-        if find.is_empty() {
+        self.yields_within(content, find, &Budget::unlimited())
+    }
+
+    /// The candidates this strategy proposes, the expensive strategies stopping when `budget` runs out.
+    pub fn yields_within(self, content: &str, find: &str, budget: &Budget) -> Vec<String> {
+        if find.is_empty() || budget.is_cancelled() {
             return Vec::new();
         }
         let mut found = match self {
             Strategy::Simple => vec![find.to_string()],
             Strategy::LineTrimmed => line_trimmed(content, find),
-            Strategy::BlockAnchorStrict => block_anchor(content, find, BLOCK_ANCHOR_STRICT),
+            Strategy::BlockAnchorStrict => block_anchor(content, find, BLOCK_ANCHOR_STRICT, budget),
             Strategy::WhitespaceNormalized => whitespace_normalized(content, find),
             Strategy::IndentationFlexible => indentation_flexible(content, find),
             Strategy::EscapeNormalized => escape_normalized(content, find),
             Strategy::TrimmedBoundary => trimmed_boundary(content, find),
             Strategy::ContextAware => context_aware(content, find),
-            Strategy::BlockAnchorRelaxed => block_anchor(content, find, BLOCK_ANCHOR_RELAXED),
-            Strategy::MultiOccurrence => multi_occurrence(content, find),
+            Strategy::BlockAnchorRelaxed => block_anchor(content, find, BLOCK_ANCHOR_RELAXED, budget),
+            Strategy::MultiOccurrence => multi_occurrence(content, find, budget),
         };
         let mut seen = std::collections::HashSet::new();
         found.retain(|candidate| seen.insert(candidate.clone()));
@@ -123,18 +129,29 @@ fn line_trimmed(content: &str, find: &str) -> Vec<String> {
         .collect()
 }
 
-/// Interior similarity of a candidate block against the search lines; a size mismatch counts against it.
-fn interior_similarity(block: &[&str], search: &[&str]) -> f64 {
-    let denominator = block.len().max(search.len()).saturating_sub(2);
-    if denominator == 0 {
-        return 1.0;
+/// Tolerance for the float comparisons that prune candidates: pruning only ever happens when a candidate is
+/// short of its threshold by more than this, so rounding never drops one the full computation would keep.
+const PRUNE_MARGIN: f64 = 1e-9;
+
+/// `similarity(a, b)` if a line deficit (`1 − similarity`) of at most `allowance` is possible, else `None`.
+fn similarity_within(a: &str, b: &[char], allowance: f64, meter: &Meter) -> Option<f64> {
+    let a: Vec<char> = a.chars().collect();
+    let longest = a.len().max(b.len());
+    if longest == 0 {
+        return Some(1.0);
     }
-    let total: f64 =
-        (1..block.len().min(search.len()) - 1).map(|k| similarity(block[k].trim(), search[k].trim())).sum();
-    total / denominator as f64
+    let limit = (((allowance + PRUNE_MARGIN) * longest as f64).floor().max(0.0) as usize).min(longest);
+    let distance = distance_metered(&a, b, limit, meter)?;
+    Some(1.0 - distance as f64 / longest as f64)
 }
 
-fn block_anchor(content: &str, find: &str, min_similarity: f64) -> Vec<String> {
+/// The block-anchor strategy (seed 000): blocks whose first and last lines equal the pattern's (trimmed), and
+/// whose interior lines are similar enough on average; the best-scoring block wins. The interior similarity of
+/// a block of `b` lines against `s` search lines is the sum of the first `min(b, s) − 2` line similarities
+/// over `max(b, s) − 2`, so every block starting at one anchor shares a prefix sum, computed once and lazily:
+/// once the summed deficit (`1 − similarity`) exceeds `(1 − threshold)·(s − 2)` no block from that anchor can
+/// reach the threshold, and the anchor is left. Each line's distance is banded by the deficit still allowed.
+fn block_anchor(content: &str, find: &str, min_similarity: f64, budget: &Budget) -> Vec<String> {
     let lines: Vec<&str> = content.split('\n').collect();
     let search = search_lines(find);
     if search.len() < 3 {
@@ -145,15 +162,41 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64) -> Vec<String> {
     let interior = (search.len() - 2) as f64;
     let longest = (interior / min_similarity).floor() as usize + 2;
     let shortest = ((interior * min_similarity).ceil() as usize + 2).max(3);
+    let wanted: Vec<Vec<char>> = search.iter().map(|l| l.trim().chars().collect()).collect();
+    let allowed_deficit = (1.0 - min_similarity) * interior;
+    let meter = budget.meter();
     let starts = line_starts(&lines);
     let mut best: Option<(f64, usize, usize)> = None;
     for i in (0..lines.len()).filter(|&i| lines[i].trim() == first) {
+        if !meter.charge(1) {
+            break;
+        }
         let end = (i + longest).min(lines.len());
-        for j in (i + shortest - 1..end).filter(|&j| lines[j].trim() == last) {
-            let score = interior_similarity(&lines[i..=j], &search);
+        let closing: Vec<usize> = (i + shortest - 1..end).filter(|&j| lines[j].trim() == last).collect();
+        let (mut sum, mut computed) = (0.0_f64, 0usize);
+        for j in closing {
+            let block_len = j - i + 1;
+            let terms = block_len.min(search.len()) - 2;
+            while computed < terms {
+                let k = computed + 1;
+                let allowance = allowed_deficit - (computed as f64 - sum);
+                match similarity_within(lines[i + k].trim(), &wanted[k], allowance, &meter) {
+                    Some(value) => sum += value,
+                    None => break,
+                }
+                computed = k;
+            }
+            if computed < terms {
+                break;
+            }
+            let denominator = block_len.max(search.len()) - 2;
+            let score = if denominator == 0 { 1.0 } else { sum / denominator as f64 };
             if score >= min_similarity && best.is_none_or(|(b, _, _)| score > b) {
                 best = Some((score, i, j));
             }
+        }
+        if meter.spent() {
+            break;
         }
     }
     best.map(|(_, i, j)| vec![block(content, &starts, i, j).to_string()]).unwrap_or_default()
@@ -207,12 +250,18 @@ fn remove_indentation(text: &str) -> String {
     lines.iter().map(|l| if l.trim().is_empty() { *l } else { &l[indent..] }).collect::<Vec<_>>().join("\n")
 }
 
+/// Every window of `count` lines that `matches`, each looked at in place (a window is a slice of `content`).
 fn windows_matching(content: &str, count: usize, matches: impl Fn(&str) -> bool) -> Vec<String> {
     let lines: Vec<&str> = content.split('\n').collect();
     if count == 0 || count > lines.len() {
         return Vec::new();
     }
-    lines.windows(count).map(|w| w.join("\n")).filter(|text| matches(text)).collect()
+    let starts = line_starts(&lines);
+    (0..=lines.len() - count)
+        .map(|i| block(content, &starts, i, i + count - 1))
+        .filter(|text| matches(text))
+        .map(str::to_string)
+        .collect()
 }
 
 fn indentation_flexible(content: &str, find: &str) -> Vec<String> {
@@ -273,15 +322,16 @@ fn escape_normalized(content: &str, find: &str) -> Vec<String> {
     if wanted_lines.len() > lines.len() {
         return found;
     }
-    for i in 0..=lines.len() - wanted_lines.len() {
+    let starts = line_starts(&lines);
+    for (i, line) in lines[..=lines.len() - wanted_lines.len()].iter().enumerate() {
         // A window can only match if its first line normalises to the pattern's first line (or begins it,
         // when the line holds an escaped newline).
-        if !normalize_escapes(lines[i]).starts_with(first) {
+        if !normalize_escapes(line).starts_with(first) {
             continue;
         }
-        let block = lines[i..i + wanted_lines.len()].join("\n");
-        if normalize_escapes(&block) == wanted {
-            found.push(block);
+        let block = block(content, &starts, i, i + wanted_lines.len() - 1);
+        if normalize_escapes(block) == wanted {
+            found.push(block.to_string());
         }
     }
     found
@@ -332,34 +382,130 @@ fn context_aware(content: &str, find: &str) -> Vec<String> {
     found
 }
 
-fn multi_occurrence(content: &str, find: &str) -> Vec<String> {
+/// Buckets of the character histograms that bound a window's distance from below.
+const HISTOGRAM_BUCKETS: usize = 128;
+
+fn bucket(c: char) -> usize {
+    c as usize % HISTOGRAM_BUCKETS
+}
+
+/// The histogram difference of a sliding window against the pattern, kept with its positive and negative
+/// parts: an edit changes each part by at most one, so `max(excess, shortfall)` is a lower bound of the
+/// Levenshtein distance (merging characters into buckets only lowers it).
+struct Histogram {
+    difference: [i64; HISTOGRAM_BUCKETS],
+    excess: usize,
+    shortfall: usize,
+}
+
+impl Histogram {
+    fn of_pattern(pattern: &[char]) -> Self {
+        let mut histogram = Histogram { difference: [0; HISTOGRAM_BUCKETS], excess: 0, shortfall: 0 };
+        for &c in pattern.iter().filter(|&&c| c != '\n') {
+            histogram.difference[bucket(c)] -= 1;
+            histogram.shortfall += 1;
+        }
+        histogram
+    }
+
+    fn add(&mut self, line: &str) {
+        for c in line.chars() {
+            let cell = &mut self.difference[bucket(c)];
+            *cell += 1;
+            if *cell > 0 { self.excess += 1 } else { self.shortfall -= 1 }
+        }
+    }
+
+    fn remove(&mut self, line: &str) {
+        for c in line.chars() {
+            let cell = &mut self.difference[bucket(c)];
+            *cell -= 1;
+            if *cell >= 0 { self.excess -= 1 } else { self.shortfall += 1 }
+        }
+    }
+
+    fn lower_bound(&self) -> usize {
+        self.excess.max(self.shortfall)
+    }
+}
+
+/// The largest distance a window of `longest` characters may have to score at least `floor`.
+fn distance_limit(floor: f64, longest: usize) -> usize {
+    ((1.0 - floor + PRUNE_MARGIN) * longest as f64).floor() as usize
+}
+
+/// The best fuzzy window (seed 000): every window of as many lines as the pattern, compared trimmed, the
+/// highest similarity of at least [`MULTI_OCCURRENCE_MIN`] winning (the first on a tie). Windows are not
+/// scored in file order: their lengths and character histograms give lower bounds of their distance in one
+/// pass over the file, the windows that can still reach the threshold are scored from the lowest bound up,
+/// each in a band as wide as the best score so far allows, and scoring stops when the next bound cannot beat
+/// that score (or the budget runs out).
+fn multi_occurrence(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let search = search_lines(find);
     let lines: Vec<&str> = content.split('\n').collect();
     if search.len() > lines.len() {
         return Vec::new();
     }
+    let n = search.len();
     let trimmed: Vec<&str> = lines.iter().map(|l| l.trim()).collect();
     let wanted: Vec<char> = search.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n").chars().collect();
-    let starts = line_starts(&lines);
-    // (distance, window length, start): the best window so far; later windows must beat its similarity.
+    let mut chars = Vec::with_capacity(trimmed.len() + 1);
+    chars.push(0usize);
+    for line in &trimmed {
+        chars.push(chars[chars.len() - 1] + line.chars().count());
+    }
+    let window_len = |i: usize| chars[i + n] - chars[i] + n - 1;
+    let mut histogram = Histogram::of_pattern(&wanted);
+    trimmed[..n].iter().for_each(|line| histogram.add(line));
+    // (lower bound, start) of every window that might reach the threshold.
+    let mut candidates = Vec::new();
+    for i in 0..=lines.len() - n {
+        if i > 0 {
+            histogram.remove(trimmed[i - 1]);
+            histogram.add(trimmed[i + n - 1]);
+        }
+        let (length, bound) = (window_len(i), histogram.lower_bound());
+        let limit = distance_limit(MULTI_OCCURRENCE_MIN, length.max(wanted.len()));
+        let bound = bound.max(length.abs_diff(wanted.len()));
+        if bound <= limit {
+            candidates.push((bound, i));
+        }
+    }
+    candidates.sort_unstable();
+    let meter = budget.meter();
     let mut best: Option<(f64, usize)> = None;
-    for i in 0..=lines.len() - search.len() {
-        let text: Vec<char> = trimmed[i..i + search.len()].join("\n").chars().collect();
-        let longest = text.len().max(wanted.len());
+    for (bound, i) in candidates {
+        let longest = window_len(i).max(wanted.len());
         let floor = best.map_or(MULTI_OCCURRENCE_MIN, |(score, _)| score);
-        // similarity > floor  ⇔  distance < (1 − floor) · longest
-        let limit = ((1.0 - floor) * longest as f64).floor() as usize;
-        let Some(distance) = super::levenshtein::distance_within(&text, &wanted, limit) else { continue };
+        let limit = distance_limit(floor, longest);
+        if bound > limit {
+            // A window is at most `bound` characters longer than the pattern, so once even that length's
+            // limit is below the bound, no later (larger) bound can pass.
+            if bound > distance_limit(floor, wanted.len() + bound) {
+                break;
+            }
+            continue;
+        }
+        let text: Vec<char> = trimmed[i..i + n].join("\n").chars().collect();
+        let Some(distance) = distance_metered(&text, &wanted, limit, &meter) else {
+            if meter.spent() {
+                break;
+            }
+            continue;
+        };
         let score = if longest == 0 { 1.0 } else { 1.0 - distance as f64 / longest as f64 };
-        if score >= MULTI_OCCURRENCE_MIN && best.is_none_or(|(b, _)| score > b) {
+        let better = best.is_none_or(|(b, start)| score > b || (score == b && i < start));
+        if score >= MULTI_OCCURRENCE_MIN && better {
             best = Some((score, i));
         }
     }
-    best.map(|(_, i)| vec![block(content, &starts, i, i + search.len() - 1).to_string()]).unwrap_or_default()
+    let starts = line_starts(&lines);
+    best.map(|(_, i)| vec![block(content, &starts, i, i + n - 1).to_string()]).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::levenshtein::similarity;
     use super::*;
 
     fn yields(strategy: Strategy, content: &str, find: &str) -> Vec<String> {
@@ -449,6 +595,85 @@ mod tests {
             yields(Strategy::ContextAware, content, "fn f() {\n    x();\n    y();\n    three();\n}")
                 .is_empty()
         );
+    }
+
+    /// The strategies as the seed states them, without pruning: every window and every anchor pair scored.
+    fn multi_occurrence_reference(content: &str, find: &str) -> Vec<String> {
+        let search = search_lines(find);
+        let lines: Vec<&str> = content.split('\n').collect();
+        if search.len() > lines.len() {
+            return Vec::new();
+        }
+        let wanted = search.iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+        let starts = line_starts(&lines);
+        let mut best: Option<(f64, usize)> = None;
+        for i in 0..=lines.len() - search.len() {
+            let text = lines[i..i + search.len()].iter().map(|l| l.trim()).collect::<Vec<_>>().join("\n");
+            let score = similarity(&text, &wanted);
+            if score >= MULTI_OCCURRENCE_MIN && best.is_none_or(|(b, _)| score > b) {
+                best = Some((score, i));
+            }
+        }
+        best.map(|(_, i)| vec![block(content, &starts, i, i + search.len() - 1).to_string()])
+            .unwrap_or_default()
+    }
+
+    fn block_anchor_reference(content: &str, find: &str, min_similarity: f64) -> Vec<String> {
+        let lines: Vec<&str> = content.split('\n').collect();
+        let search = search_lines(find);
+        if search.len() < 3 {
+            return Vec::new();
+        }
+        let (first, last) = (search[0].trim(), search[search.len() - 1].trim());
+        let starts = line_starts(&lines);
+        let mut best: Option<(f64, usize, usize)> = None;
+        for i in (0..lines.len()).filter(|&i| lines[i].trim() == first) {
+            for j in (i + 2..lines.len()).filter(|&j| lines[j].trim() == last) {
+                let (block_lines, denominator) = (&lines[i..=j], (j - i + 1).max(search.len()) - 2);
+                let total: f64 = (1..block_lines.len().min(search.len()) - 1)
+                    .map(|k| similarity(block_lines[k].trim(), search[k].trim()))
+                    .sum();
+                let score = total / denominator as f64;
+                if score >= min_similarity && best.is_none_or(|(b, _, _)| score > b) {
+                    best = Some((score, i, j));
+                }
+            }
+        }
+        best.map(|(_, i, j)| vec![block(content, &starts, i, j).to_string()]).unwrap_or_default()
+    }
+
+    /// Files and patterns from a small alphabet of similar lines, so near matches, ties and misses all occur.
+    fn generated(seed: u64, lines: usize) -> String {
+        const LINES: [&str; 8] =
+            ["{", "}", "  let a = 1;", "  let b = 2;", "  let ab = 12;", "", "fn f() {", "  call(a, b);"];
+        let mut state = seed;
+        (0..lines)
+            .map(|_| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                LINES[(state >> 33) as usize % LINES.len()]
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn pruned_fuzzy_strategies_choose_exactly_what_scoring_every_candidate_chooses() {
+        for seed in 0..300 {
+            let content = generated(seed, 60);
+            let find = generated(seed * 7 + 1, 3 + (seed as usize % 6));
+            assert_eq!(
+                multi_occurrence(&content, &find, &Budget::unlimited()),
+                multi_occurrence_reference(&content, &find),
+                "multi-occurrence, seed {seed}"
+            );
+            for threshold in [BLOCK_ANCHOR_STRICT, BLOCK_ANCHOR_RELAXED] {
+                assert_eq!(
+                    block_anchor(&content, &find, threshold, &Budget::unlimited()),
+                    block_anchor_reference(&content, &find, threshold),
+                    "block anchor {threshold}, seed {seed}"
+                );
+            }
+        }
     }
 
     #[test]

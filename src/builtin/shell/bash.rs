@@ -19,7 +19,7 @@ use crate::permission::{self, Category};
 use crate::shell::capture::{Capture, Exit, Spill, Utf8Stream, describe_exit};
 use crate::shell::classify::{self, Class, Host, Shape};
 use crate::shell::process;
-use crate::shell::tasks::Kind;
+use crate::shell::tasks::{Kind, Notify};
 use crate::shell::terminal::{ClientTerminals, Lease};
 use crate::tool::{Context, Def, Preview, Progress, ToolError, ToolOutput, arg_opt_u64, arg_str, truncate};
 
@@ -160,15 +160,45 @@ pub fn start_background(
     kind: Kind,
     limit: Option<Duration>,
 ) -> Result<ToolOutput, ToolError> {
+    let notify = if kind == Kind::Monitor { Notify::on_exit() } else { Notify::never() };
+    start_task(ctx, command, kind, limit, notify)
+}
+
+/// Hand a monitored command to the session's tasks, with the wake-ups `notify` asks for.
+pub fn start_monitored(
+    ctx: &Context,
+    command: &str,
+    limit: Option<Duration>,
+    notify: Notify,
+) -> Result<ToolOutput, ToolError> {
+    start_task(ctx, command, Kind::Monitor, limit, notify)
+}
+
+fn start_task(
+    ctx: &Context,
+    command: &str,
+    kind: Kind,
+    limit: Option<Duration>,
+    notify: Notify,
+) -> Result<ToolOutput, ToolError> {
+    let watch = match (&notify.check_after, &notify.pattern, notify.on_exit) {
+        (Some(after), _, _) => format!(
+            "You will be told how it is doing after {} s if it still runs, and when it exits; meanwhile",
+            after.as_secs_f64()
+        ),
+        (None, Some(pattern), _) => {
+            format!(
+                "You will be told when its output matches `{}`, and when it exits; meanwhile",
+                pattern.as_str()
+            )
+        }
+        (None, None, true) => "You will be told when it exits; meanwhile".to_string(),
+        (None, None, false) => "It keeps running after this turn;".to_string(),
+    };
     let task = ctx
         .tasks
-        .start(command, &ctx.directory, kind, limit)
+        .start_with(command, &ctx.directory, kind, limit, notify)
         .map_err(|e| ToolError::execution(format!("cannot start the command: {e}")))?;
-    let watch = if kind == Kind::Monitor {
-        "You will be told when it exits; meanwhile"
-    } else {
-        "It keeps running after this turn;"
-    };
     Ok(ToolOutput {
         output: format!(
             "Started {} (pid {}): {command}\nOutput is logged to {}. {watch} read it with shell_output (task_id \"{}\"), list tasks with shell_tasks, stop it with kill_shell.",

@@ -1,5 +1,6 @@
 //! The `shell_output` tool (seed 003): a background task's output, after an optional wait for its exit or for a
-//! pattern, tail-bounded at 30,000 characters, saying which condition ended the wait.
+//! pattern, tail-bounded at 30,000 characters and fenced as untrusted text, saying which condition ended the
+//! wait. Seed 003's old names (`bash_output`, `task_output` with its `wait: "exit"`, `monitor_events`) reach it.
 //!
 //! Owns waiting and reporting. Never signals the task.
 
@@ -11,6 +12,7 @@ use serde_json::{Value, json};
 
 use crate::display::{Kind, Presentation};
 use crate::permission::Category;
+use crate::shell::fence;
 use crate::shell::tasks::{State, Task};
 use crate::tool::{Context, Def, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, arg_str};
 
@@ -112,11 +114,19 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
         Ended::Pattern => "the pattern appeared in the output".to_string(),
         Ended::Timeout => format!("timed out after {} ms", limit.as_millis()),
     };
-    let body = task.tail(MAX_OUTPUT_CHARS);
-    let body = if body.is_empty() { "(no output yet)".to_string() } else { body };
+    let body = if task.tail(1).is_empty() {
+        "(no output yet)".to_string()
+    } else {
+        task.fenced_tail(MAX_OUTPUT_CHARS)
+    };
     let marker = if running { "[still running]" } else { "[finished]" };
     Ok(ToolOutput {
-        output: format!("{}\n\n{}\n{marker}\nWait ended: {ended_text}.", header(&task), body.trim_end()),
+        output: format!(
+            "{}\n{}\n\n{}\n{marker}\nWait ended: {ended_text}.",
+            header(&task),
+            fence::NOTE,
+            body
+        ),
         metadata: json!({"taskId": task.id, "running": running, "waitEnded": ended_text}),
         bounded: true,
         ..ToolOutput::default()

@@ -14,7 +14,7 @@ fn only_allow_listed_settings_are_harmless_and_every_other_key_is_gated_by_defau
         "models = [\"a\"]\ncontext_window = 1\nmax_output_tokens = 2\nmax_turn_requests = 3\n\
          stream_idle_timeout_ms = 4\nconnect_timeout_ms = 5\n[retry]\nmax_retries = 1\n\
          [shell]\nclient_terminals = true\nrun_on_start = \"x\"\n\
-         [mcp_servers.evil]\ncommand = \"sh\"\n[hooks]\npre = \"x\"\n",
+         [mcp.evil]\ncommand = \"sh\"\n[hooks]\npre = \"x\"\n",
     ));
     assert_eq!(
         harmless,
@@ -24,7 +24,7 @@ fn only_allow_listed_settings_are_harmless_and_every_other_key_is_gated_by_defau
              [shell]\nclient_terminals = true\n"
         )
     );
-    assert_eq!(keys(&gated), ["hooks", "mcp_servers", "shell.run_on_start"]);
+    assert_eq!(keys(&gated), ["hooks", "mcp", "shell.run_on_start"]);
 }
 
 #[test]
@@ -45,12 +45,16 @@ fn the_classification_table_covers_every_current_setting_once() {
         "context_window",
         "default_mode",
         "permission",
+        "mcp",
+        "mcp_startup_timeout_ms",
+        "mcp_call_timeout_ms",
+        "instructions",
     ];
     for key in current {
         let gated = GATED.iter().any(|(k, _)| *k == key);
         assert!(is_harmless(key) != gated, "{key} must be either harmless or described as gated");
     }
-    for key in ["mcp_servers", "lsp", "commands", "hooks", "instructions", "provider"] {
+    for key in ["lsp", "commands", "hooks", "provider"] {
         assert!(!is_harmless(key) && why(key) != UNCLASSIFIED, "{key} is a future setting that needs trust");
     }
     assert_eq!(why("some_new_key"), UNCLASSIFIED);
@@ -142,4 +146,20 @@ fn an_ask_is_claimed_once_and_not_now_holds_for_the_process() {
     assert!(trust.begin_ask(&changed), "other settings are a new question");
     assert!(matches!(trust.grant(&changed), Err(TrustError::NoHome)));
     assert_eq!(trust.standing(Path::new("/p"), &changed.fingerprint), Standing::Trusted);
+}
+
+#[test]
+fn instruction_files_inside_the_project_are_harmless_and_the_others_need_trust() {
+    let (harmless, gated) = split(&table(
+        "instructions = [\"docs/style.md\", \"./a.md\", \"../x.md\", \"/etc/passwd\", \"~/notes.md\"]\n",
+    ));
+    assert_eq!(harmless, table("instructions = [\"docs/style.md\", \"./a.md\"]\n"));
+    assert_eq!(
+        gated,
+        vec![(
+            "instructions".to_string(),
+            table("v = [\"../x.md\", \"/etc/passwd\", \"~/notes.md\"]")["v"].clone()
+        )]
+    );
+    assert_eq!(why("instructions"), GATED.iter().find(|(k, _)| *k == "instructions").unwrap().1);
 }

@@ -33,6 +33,17 @@ const ALIASES: &[(&str, &[&str])] = &[
     ("max_count", &["max_results", "limit", "max_matches", "head_limit"]),
     ("timeout", &["timeout_ms", "timeoutMs"]),
     ("directory", &["dir", "folder", "cwd"]),
+    // Seed 003's names (read_multiple_files' `include`, camelCase task options) and other agents' names.
+    ("paths", &["include", "files", "file_paths", "filePaths"]),
+    ("filepath", &["file_path", "filePath", "path", "file"]),
+    ("task_id", &["taskId", "id", "task", "shell_id", "bash_id"]),
+    ("include_stopped", &["includeStopped"]),
+    ("check_after_ms", &["checkAfterMs"]),
+    ("max_duration_ms", &["maxDurationMs"]),
+    ("depth", &["max_depth", "maxDepth", "levels"]),
+    ("context", &["context_lines", "-C", "C"]),
+    ("before", &["before_context", "-B", "B"]),
+    ("after", &["after_context", "-A", "A"]),
 ];
 
 /// Rename aliased keys of `args` in place, keeping their position.
@@ -100,6 +111,25 @@ mod tests {
         let fixes = rename(&mut args, &schema(&["pattern", "path", "include"]));
         assert_eq!(args, json!({"path": "src", "pattern": "fn"}));
         assert_eq!(renamed(&fixes), vec!["renamed query→pattern"]);
+    }
+
+    #[test]
+    fn seed_003_names_reach_the_merged_and_renamed_parameters() {
+        let mut read = json!({"include": ["src/*.rs"]});
+        rename(&mut read, &schema(&["file_path", "offset", "limit", "paths"]));
+        assert_eq!(read, json!({"paths": ["src/*.rs"]}));
+        let mut tasks = json!({"includeStopped": false});
+        rename(&mut tasks, &schema(&["include_stopped"]));
+        assert_eq!(tasks, json!({"include_stopped": false}));
+        let mut output = json!({"taskId": "task_1"});
+        rename(&mut output, &schema(&["task_id", "wait"]));
+        assert_eq!(output, json!({"task_id": "task_1"}));
+        let mut monitor = json!({"command": "make", "checkAfterMs": 500, "maxDurationMs": 9});
+        rename(&mut monitor, &schema(&["command", "check_after_ms", "max_duration_ms", "notify"]));
+        assert_eq!(monitor, json!({"command": "make", "check_after_ms": 500, "max_duration_ms": 9}));
+        let mut hashline = json!({"file_path": "/a", "operation": "replace"});
+        rename(&mut hashline, &schema(&["filepath", "operation", "line"]));
+        assert_eq!(hashline, json!({"filepath": "/a", "operation": "replace"}));
     }
 
     #[test]

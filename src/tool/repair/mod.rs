@@ -110,6 +110,14 @@ pub fn prepare(registry: &Registry, name: &str, raw: &str, cut_off: bool) -> Pre
         }
     };
     fixes.extend(repair_arguments(&mut args, &def.parameters));
+    if def.id != name
+        && let Some(object) = args.as_object_mut()
+    {
+        // An old name's meaning survives the rename (`task_output` waited for the exit).
+        for (key, value) in names::implied_arguments(name) {
+            object.entry(key).or_insert_with(|| Value::String(value.into()));
+        }
+    }
     if let Some(correction) = required::check(&def.id, &args, &def.parameters) {
         return reject(correction, fixes);
     }

@@ -8,7 +8,20 @@
 
 /// Tool id ← names other agents use for it, compared squashed (lowercase, without `_`, `-` and spaces).
 const TOOL_ALIASES: &[(&str, &[&str])] = &[
-    ("read", &["readfile", "fileread", "cat", "view", "viewfile", "openfile", "open", "readfiles"]),
+    (
+        "read",
+        &[
+            "readfile",
+            "fileread",
+            "cat",
+            "view",
+            "viewfile",
+            "openfile",
+            "open",
+            "readfiles",
+            "readmultiplefiles",
+        ],
+    ),
     ("write", &["writefile", "filewrite", "createfile", "savefile", "writetofile", "create"]),
     (
         "edit",
@@ -35,6 +48,7 @@ const TOOL_ALIASES: &[(&str, &[&str])] = &[
             "runcommand",
             "runshellcommand",
             "executecommand",
+            "shellcommand",
             "terminal",
             "command",
             "cmd",
@@ -44,13 +58,31 @@ const TOOL_ALIASES: &[(&str, &[&str])] = &[
     ),
     ("grep", &["search", "rg", "ripgrep", "searchfiles", "contentsearch", "grepsearch", "findinfiles"]),
     ("glob", &["findfiles", "globsearch", "filesearch", "find"]),
+    ("list_dir", &["readdirectory", "listdirectory", "ls", "listfiles", "dirlist"]),
+    ("monitor", &["monitorcommand"]),
+    ("shell_tasks", &["listshells", "bashtasks"]),
     ("todowrite", &["todo", "todos", "updatetodos", "writetodos", "todolist"]),
     ("question", &["ask", "askuser", "askquestion", "askfollowupquestion"]),
     ("shell_output", &["bashoutput", "taskoutput", "monitorevents"]),
-    ("kill_shell", &["killbash", "killtask", "killprocess"]),
+    ("kill_shell", &["killbash", "killtask", "killprocess", "taskstop"]),
     ("plan_enter", &["enterplanmode"]),
     ("plan_exit", &["exitplanmode"]),
 ];
+
+/// Defaults an old name carries (seed 003): `task_output` waited for the task to exit.
+const ALIAS_DEFAULTS: &[(&str, &str, &str)] = &[("taskoutput", "wait", "exit")];
+
+/// The arguments an old name implies, for keys the call did not send: (key, value).
+pub fn implied_arguments(name: &str) -> Vec<(&'static str, &'static str)> {
+    let cleaned = name.split("<|").next().unwrap_or(name).trim();
+    let cleaned = cleaned.rsplit_once('.').map_or(cleaned, |(_, last)| last);
+    let wanted = squash(cleaned);
+    ALIAS_DEFAULTS
+        .iter()
+        .filter(|(alias, _, _)| *alias == wanted)
+        .map(|(_, key, value)| (*key, *value))
+        .collect()
+}
 
 fn squash(name: &str) -> String {
     name.chars().filter(|c| !matches!(c, '_' | '-' | ' ')).flat_map(char::to_lowercase).collect()
@@ -121,6 +153,26 @@ mod tests {
         ] {
             assert_eq!(canonical(sent, &IDS), Some(id), "{sent}");
         }
+    }
+
+    #[test]
+    fn seed_003_s_old_names_reach_their_tools_and_keep_their_defaults() {
+        let ids = ["read", "bash", "monitor", "shell_output", "shell_tasks", "kill_shell", "list_dir"];
+        for (sent, id) in [
+            ("read_multiple_files", "read"),
+            ("shell_command", "bash"),
+            ("monitor_command", "monitor"),
+            ("bash_output", "shell_output"),
+            ("task_output", "shell_output"),
+            ("monitor_events", "shell_output"),
+            ("task_stop", "kill_shell"),
+            ("read_directory", "list_dir"),
+        ] {
+            assert_eq!(canonical(sent, &ids), Some(id), "{sent}");
+        }
+        assert_eq!(implied_arguments("task_output"), vec![("wait", "exit")]);
+        assert_eq!(implied_arguments("functions.TaskOutput"), vec![("wait", "exit")]);
+        assert!(implied_arguments("bash_output").is_empty());
     }
 
     #[test]

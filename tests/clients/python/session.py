@@ -24,7 +24,7 @@ from acp.schema import (
 
 
 def show(*words):
-    print(" ".join(w if isinstance(w, str) else json.dumps(w, separators=(",", ":")) for w in words), flush=True)
+    print(" ".join(w if isinstance(w, str) else json.dumps(w, separators=(",", ":"), ensure_ascii=False) for w in words), flush=True)
 
 
 class Client:
@@ -44,11 +44,12 @@ class Client:
     async def session_update(self, session_id, update, **kwargs):
         kind = update.session_update
         if kind in ("agent_message_chunk", "user_message_chunk", "agent_thought_chunk"):
-            show("update", kind, json.dumps(update.content.text))
+            show("update", kind, json.dumps(update.content.text, ensure_ascii=False))
         elif kind == "tool_call":
-            show("update", kind, update.tool_call_id, update.kind, json.dumps(update.title))
+            show("update", kind, update.tool_call_id, update.kind, json.dumps(update.title, ensure_ascii=False))
         elif kind == "tool_call_update":
-            show("update", kind, update.tool_call_id, update.status)
+            # An update without a status (the finished preview of an edit) shows as "-".
+            show("update", kind, update.tool_call_id, update.status or "-")
             if update.tool_call_id == self.cancel_on and update.status == "in_progress":
                 show("cancel")
                 await self.conn.cancel(session_id=session_id)

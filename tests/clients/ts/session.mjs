@@ -37,7 +37,8 @@ function app(state) {
       } else if (kind === "tool_call") {
         show("update", kind, update.toolCallId, update.kind, quote(update.title));
       } else if (kind === "tool_call_update") {
-        show("update", kind, update.toolCallId, update.status);
+        // An update without a status (the finished preview of an edit) shows as "-".
+        show("update", kind, update.toolCallId, update.status ?? "-");
         if (update.toolCallId === state.cancelOn && update.status === "in_progress") {
           show("cancel");
           return agent.notify("session/cancel", { sessionId: params.sessionId });

@@ -1,0 +1,161 @@
+//! What a session takes from the user's setup: its MCP servers (the editor's plus the configuration's, started
+//! in the background and changed when trust or the editor's list changes), its skills and custom commands
+//! (rediscovered before every prompt, the `skill` tool offered while there are skills), the slash commands
+//! advertised to the editor (only once the editor has the session, and again whenever they change), and notices
+//! about what failed (an MCP server, a skill file), each said once.
+//!
+//! Owns that wiring. Discovery belongs to `extensions`, servers to `mcp`, routing to `commands`.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{Session, commands, lock};
+use crate::agent::AgentEvent;
+use crate::agent::system_prompt::Extras;
+use crate::config::Config;
+use crate::extensions::{Catalog, Places};
+use crate::mcp::{Declared, Report, spec};
+
+fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
+    match lock.read() {
+        Ok(value) => value.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    }
+}
+
+impl Session {
+    /// Where skills and commands are looked for.
+    pub(super) fn places(&self) -> Places {
+        Places {
+            cwd: self.cwd.clone(),
+            home: self.sources.env.get("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from),
+            config_home: self.sources.user_config_home.clone(),
+        }
+    }
+
+    /// The skills and commands as last discovered.
+    pub(super) fn catalog(&self) -> Catalog {
+        read(&self.catalog)
+    }
+
+    /// Rediscover skills and commands; offer `skill` while there are skills; report unreadable files once and
+    /// advertise the commands again when they changed.
+    pub(super) fn refresh_extensions(&self) {
+        let found = Catalog::discover(&self.places());
+        if found == self.catalog() {
+            return;
+        }
+        if found.skills.is_empty() {
+            self.registry.unregister(crate::builtin::skill::ID);
+        } else if self.registry.get(crate::builtin::skill::ID).is_none() {
+            self.registry.register(crate::builtin::skill::def(self.catalog.clone()));
+        }
+        for problem in &found.problems {
+            let key = format!("{}\0{}", problem.path.display(), problem.reason);
+            if lock(&self.reported).insert(key) {
+                self.notice(
+                    "A skill or command file could not be used".into(),
+                    format!("{}: {}", problem.path.display(), problem.reason),
+                );
+            }
+        }
+        match self.catalog.write() {
+            Ok(mut catalog) => *catalog = found,
+            Err(poisoned) => *poisoned.into_inner() = found,
+        }
+        self.advertise_commands(false);
+    }
+
+    /// Every command the session offers now.
+    pub(super) fn commands(&self) -> Vec<crate::agent::event::CommandInfo> {
+        commands::available(&self.catalog(), &self.mcp.prompt_commands())
+    }
+
+    /// Tell the editor the slash commands: when `force` (right after the session's answer), or when they changed
+    /// since last time. Nothing is sent before the editor knows the session.
+    pub fn advertise_commands(&self, force: bool) {
+        if !self.announced.load(Ordering::SeqCst) {
+            return;
+        }
+        let list = self.commands();
+        {
+            let mut advertised = lock(&self.advertised);
+            if !force && advertised.as_ref() == Some(&list) {
+                return;
+            }
+            *advertised = Some(list.clone());
+        }
+        self.sink().emit(AgentEvent::Commands(list));
+    }
+
+    /// The editor has the session (its answer went out): start its MCP servers, advertise the commands and say
+    /// what was held back.
+    pub fn announce(&self) {
+        self.announced.store(true, Ordering::SeqCst);
+        self.mcp.release();
+        self.advertise_commands(true);
+        let held: Vec<(String, String)> = lock(&self.pending_notices).drain(..).collect();
+        for (title, description) in held {
+            self.sink().emit(AgentEvent::Notice { title, description });
+        }
+    }
+
+    /// Tell the user something outside the conversation (held until the editor knows the session).
+    pub(super) fn notice(&self, title: String, description: String) {
+        if self.announced.load(Ordering::SeqCst) {
+            self.sink().emit(AgentEvent::Notice { title, description });
+        } else {
+            lock(&self.pending_notices).push((title, description));
+        }
+    }
+
+    /// What the session's MCP servers report.
+    pub(super) fn mcp_report(&self, report: Report) {
+        match report {
+            Report::Failed { server, reason } => self.notice(
+                format!("MCP server `{server}` is unavailable"),
+                format!("{reason}. Its tools are withdrawn; `/mcp` shows the servers."),
+            ),
+            Report::Changed => self.advertise_commands(false),
+        }
+    }
+
+    /// The servers the session should run under `config`.
+    pub(super) fn mcp_specs(&self, config: &Config) -> Vec<spec::Spec> {
+        let declared = lock(&self.declared).clone();
+        spec::resolve(&declared, &config.mcp_servers, config.mcp_startup_timeout, config.mcp_call_timeout)
+    }
+
+    /// Run the servers `config` and the editor's list call for (unchanged ones keep running).
+    pub(super) fn apply_mcp(&self, config: &Config) {
+        self.mcp.apply(self.mcp_specs(config));
+    }
+
+    /// The editor (another connection) declares its servers anew.
+    pub fn redeclare(&self, declared: Vec<Declared>) {
+        *lock(&self.declared) = declared;
+        self.apply_mcp(&self.config());
+    }
+
+    /// Instruction files and skills for the system prompt.
+    pub(super) fn extras(&self, config: &Config) -> Extras {
+        let global =
+            self.sources.user_config_home.as_ref().map(|home| home.join("tinycode").join("AGENTS.md"));
+        Extras {
+            global_instructions: global,
+            instruction_files: config.instructions.clone(),
+            skills: self.catalog().skills.iter().map(|s| (s.name.clone(), s.description.clone())).collect(),
+        }
+    }
+}
+
+/// The report function a session's servers get: it reaches the session while it lives.
+pub(super) fn reporter(
+    session: Arc<std::sync::OnceLock<std::sync::Weak<Session>>>,
+) -> Arc<dyn Fn(Report) + Send + Sync> {
+    Arc::new(move |report| {
+        if let Some(session) = session.get().and_then(std::sync::Weak::upgrade) {
+            session.mcp_report(report);
+        }
+    })
+}

@@ -52,17 +52,18 @@ fn last_said(h: &Harness, session: &acp::SessionId) -> String {
     h.said(session).last().cloned().unwrap_or_default()
 }
 
-/// The final update of the undo card.
+/// The undo card: its last status, with the content it shows (the last that carried some: a completed update
+/// leaves the content it does not change out).
 fn undo_card(h: &Harness, session: &acp::SessionId) -> Value {
-    h.client
+    let updates: Vec<Value> = h
+        .client
         .updates(session)
         .into_iter()
-        .rfind(|u| {
-            u["sessionUpdate"] == "tool_call_update"
-                && u["toolCallId"].as_str().is_some_and(|id| id.starts_with("undo_"))
-                && u.get("content").is_some()
-        })
-        .unwrap()
+        .filter(|u| u["toolCallId"].as_str().is_some_and(|id| id.starts_with("undo_")))
+        .collect();
+    let status = updates.iter().rev().find_map(|u| u.get("status").cloned()).unwrap();
+    let content = updates.iter().rev().find_map(|u| u.get("content").cloned()).unwrap();
+    json!({"status": status, "content": content})
 }
 
 #[tokio::test]

@@ -50,8 +50,7 @@ async fn a_small_configured_window_compacts_older_history_and_the_turn_goes_on()
     let usage = h.client.updates(&probe).into_iter().find(|u| u["sessionUpdate"] == "usage_update").unwrap();
     let base = usage["used"].as_u64().unwrap();
     // Compaction starts once the history passes about 3,500 tokens (with the default 4,096 output reserve).
-    // The kept tail (40% of the window less the fixed part) must also hold the question, whatever the tools cost.
-    let window = (((base + 4_096 + 3_500) as f64 / 0.9) as u64).max(((base + 650) as f64 / 0.4) as u64);
+    let window = ((base + 4_096 + 3_500) as f64 / 0.9) as u64;
     h.write(".tinycode/config.toml", &format!("context_window = {window}\n"));
 
     let big: String = (0..120).map(|i| format!("{i:03} {}\n", "x".repeat(95))).collect();

@@ -233,6 +233,10 @@ mod tests {
                 "mode",
                 "mcp",
                 "skills",
+                "undo",
+                "checkpoints",
+                "restore",
+                "steer",
                 "review",
                 "pdf",
                 "mcp__s__q"
@@ -240,6 +244,6 @@ mod tests {
         );
         let listed = available(&catalog, &prompts);
         assert_eq!(listed.last().unwrap().hint.as_deref(), Some("<focus>"));
-        assert_eq!(listed[8].description, "custom review");
+        assert_eq!(listed[12].description, "custom review");
     }
 }

@@ -10,7 +10,7 @@ pub fn now_millis() -> i64 {
 }
 
 /// (year, month, day) of a day count since the epoch (Howard Hinnant's civil-from-days).
-fn civil(days: i64) -> (i64, i64, i64) {
+pub fn civil(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -20,6 +20,17 @@ fn civil(days: i64) -> (i64, i64, i64) {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// The day count since the epoch of a (year, month, day) (Howard Hinnant's days-from-civil).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 /// A calendar date `YYYY-MM-DD` (UTC).
@@ -52,6 +63,14 @@ mod tests {
         assert_eq!(date(UNIX_EPOCH), "1970-01-01");
         assert_eq!(date(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29");
         assert_eq!(date(UNIX_EPOCH + Duration::from_secs(1_795_996_800)), "2026-11-30");
+    }
+
+    #[test]
+    fn days_from_civil_inverts_civil() {
+        for days in [-800_000, -1, 0, 59, 60, 10_957, 20_422, 2_932_896] {
+            let (y, m, d) = civil(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
     }
 
     #[test]

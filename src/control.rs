@@ -1,9 +1,12 @@
 //! What tools may change about their session besides files: the to-do list (`todowrite`), a pending switch of
-//! agent (`plan_enter` / `plan_exit`), and the way to put a question to the user (`question`).
+//! agent (`plan_enter` / `plan_exit`), the way to put a question to the user (`question`), the git worktree the
+//! session works in (`enter_worktree` / `exit_worktree`, applied after the tool round), the session's scheduled
+//! jobs (`cron_*`, through the [`Jobs`] seam) and the wake-up signal `sleep` waits for (a message from the user).
 //!
 //! Owns that shared state and the seams the session plugs in (a hook that saves and shows the to-do list, the
-//! [`Asker`]). Must not know how the session persists or how the editor asks.
+//! [`Asker`], [`Jobs`]). Must not know how the session persists or how the editor asks.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -74,6 +77,54 @@ pub trait Asker: Send + Sync {
     fn ask<'a>(&'a self, question: &'a Question) -> BoxFuture<'a, Answer>;
 }
 
+/// A git worktree a session works in (made by `enter_worktree`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Worktree {
+    /// The worktree's top directory.
+    pub path: PathBuf,
+    /// Where the session's tools work: the worktree's copy of the session's directory.
+    pub dir: PathBuf,
+    /// Its branch.
+    pub branch: String,
+    /// The commit it started from (`exit_worktree` counts commits beyond it).
+    pub base: String,
+    /// The name given to `enter_worktree` (resuming by name finds it again).
+    pub name: String,
+    /// The repository's main work tree (where the worktree is removed from).
+    pub repo: PathBuf,
+}
+
+/// A scheduled job as the `cron_*` tools see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    /// The 5-field cron expression, in local time.
+    pub cron: String,
+    pub prompt: String,
+    pub recurring: bool,
+    /// Kept in the session store and scheduled again after a restart.
+    pub durable: bool,
+    /// When it fires next (ISO 8601, UTC), if it will.
+    pub next_run: Option<String>,
+}
+
+/// What `cron_create` asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewJob {
+    pub cron: String,
+    pub prompt: String,
+    pub recurring: bool,
+    pub durable: bool,
+}
+
+/// The session's scheduled jobs. Implemented by the session layer; errors are messages for the model.
+pub trait Jobs: Send + Sync {
+    fn create(&self, job: NewJob) -> BoxFuture<'_, Result<Job, String>>;
+    fn list(&self) -> BoxFuture<'_, Vec<Job>>;
+    /// `Ok(false)`: there is no such job in this session.
+    fn delete<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, String>>;
+}
+
 /// One session's tool-visible state.
 #[derive(Default)]
 pub struct Control {
@@ -81,6 +132,13 @@ pub struct Control {
     on_todos: RwLock<Option<TodoHook>>,
     pending_switch: Mutex<Option<String>>,
     asker: RwLock<Option<Arc<dyn Asker>>>,
+    /// The worktree the session works in now.
+    worktree: Mutex<Option<Worktree>>,
+    /// A change of worktree a tool asked for (`Some(None)`: back to the project), applied after the tool round.
+    pending_worktree: Mutex<Option<Option<Worktree>>>,
+    jobs: RwLock<Option<Arc<dyn Jobs>>>,
+    /// Bumped (with why) whenever the user sends something while a turn runs; `sleep` wakes on it.
+    wakes: tokio::sync::watch::Sender<(u64, &'static str)>,
     /// Files the session's tools changed, counted.
     edits: AtomicU64,
     /// `edits` when the current list got its first unfinished item.
@@ -161,6 +219,53 @@ impl Control {
 
     pub fn asker(&self) -> Option<Arc<dyn Asker>> {
         read(&self.asker)
+    }
+
+    /// The worktree the session works in, counting a change asked for in this tool round.
+    pub fn worktree(&self) -> Option<Worktree> {
+        match lock(&self.pending_worktree).clone() {
+            Some(pending) => pending,
+            None => lock(&self.worktree).clone(),
+        }
+    }
+
+    /// Put back the worktree a stored session was in (on load), without a pending change.
+    pub fn restore_worktree(&self, worktree: Option<Worktree>) {
+        *lock(&self.worktree) = worktree;
+    }
+
+    /// Move the session into `worktree` (`None`: back to the project) once the current tool round is over.
+    pub fn request_worktree(&self, worktree: Option<Worktree>) {
+        *lock(&self.pending_worktree) = Some(worktree);
+    }
+
+    /// The change of worktree to apply now, if one was asked for; it becomes the current worktree.
+    pub fn take_worktree_change(&self) -> Option<Option<Worktree>> {
+        let change = lock(&self.pending_worktree).take()?;
+        *lock(&self.worktree) = change.clone();
+        Some(change)
+    }
+
+    pub fn set_jobs(&self, jobs: Option<Arc<dyn Jobs>>) {
+        write(&self.jobs, jobs);
+    }
+
+    /// The session's scheduled jobs; `None` where scheduling is off or not offered (headless runs).
+    pub fn jobs(&self) -> Option<Arc<dyn Jobs>> {
+        read(&self.jobs)
+    }
+
+    /// The user sent something while a turn runs (`why`, as `sleep` reports it): wake a `sleep`.
+    pub fn wake(&self, why: &'static str) {
+        self.wakes.send_modify(|(n, reason)| {
+            *n += 1;
+            *reason = why;
+        });
+    }
+
+    /// Changes when [`Control::wake`] is called; the value says why.
+    pub fn wakes(&self) -> tokio::sync::watch::Receiver<(u64, &'static str)> {
+        self.wakes.subscribe()
     }
 }
 

@@ -16,9 +16,9 @@
 //!
 //! | module       | owns |
 //! |--------------|------|
-//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode |
+//! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones), params checked against the schema's types, handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode, the WebSocket transport (`serve`) |
 //! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
-//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling and cancellation, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent), slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
+//! | `session`    | session lifetime (create, load, resume, list, close, delete), turn scheduling (the queue, steering) and cancellation, checkpoints and undo, scheduled jobs' turns, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent), slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt and instruction files, agent events |
 //! | `llm`        | `transport` (HTTP client, SSE, errors a user can act on, retries), `limits` (idle, deadline, output cap), one module per wire format (`chat` Chat Completions, `responses` OpenAI Responses, `messages` Anthropic), `router` (a client per provider, by model id), `catalogue` (model metadata), `detect` (loopback probes), `ids` |
 //! | `lsp`        | language servers for diagnostics after edits: which server per language and root, the LSP client (framing, requests both ways, document sync), lifecycle; implements `workspace::diagnostics::Checker` |
@@ -26,10 +26,11 @@
 //! | `mcp`        | the MCP client: servers (editor's and config's), their processes and bounded close, tool names, the adapter that makes their tools `tool::Def`s, prompts and resources, the `Elicitor` seam |
 //! | `extensions` | discovery and formats of skills (`SKILL.md`) and custom commands (Markdown), argument placeholders |
 //! | `tool`       | the tool framework only: Def, Registry, Context, the subagent seam (`tool::subagent`), the execution flow, the boundary (a panic fails one call; arguments bounded), truncation, argument reading, the input repair pipeline (names, JSON text, aliases, schema-driven values, required fields, repair notes), the error contract |
-//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters |
+//! | `workspace`  | services the tools share for files: editor-or-disk access with the read ledger and locks; the boundary (symlinks resolved); regular-file reads with a cap; walks and the ignore stack; UTF-16 text; atomic writes; secret files and secret content; formatters; the git commands tinycode runs itself; the record of what a turn changed |
 //! | `web`        | the service behind webfetch and websearch: the SSRF-guarded HTTP client of its own (URL check, guarded resolver, redirect policy, no proxy), HTML → Markdown, the response cache, the search client |
 //! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks (monitor wake-ups, fenced output, listening ports), the editor-terminal seam |
-//! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam |
+//! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam, the worktree, scheduled jobs (seam), the wake-up signal of `sleep` |
+//! | `schedule`   | cron expressions and the scheduler's timer loop (jobs fire through the session manager) |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
@@ -55,6 +56,9 @@
 //! (files only) that `config` (trust for commands' shell lines), `agent`, `builtin` (`skill`) and `session` read.
 //! CI greps for these.
 //!
+//! `schedule` imports only `clock`: the session layer runs its loop and fires jobs as turns, and `builtin::cron`
+//! checks expressions with its parser before asking the user.
+//!
 //! `permission` asks one pure question of `shell::classify` (`may_be_prefix`: can a remembered command rule be a
 //! prefix, or is it a shell, interpreter or wrapper that must be matched exactly?); `shell` imports nothing of
 //! `permission`.
@@ -79,6 +83,7 @@ pub mod llm;
 pub mod lsp;
 pub mod mcp;
 pub mod permission;
+pub mod schedule;
 pub mod session;
 pub mod setup;
 pub mod shell;

@@ -79,6 +79,11 @@ async fn dispatch(cli: Cli) -> Exit {
         Command::Sessions(args) => sessions(args).await,
         Command::Export(args) => export(args).await,
         Command::Trust(args) => trust(args),
+        Command::Serve(args) => {
+            init_logging("info,agent_client_protocol=error");
+            let options = acp::serve::Options { listen: args.listen, allow_remote: args.allow_remote };
+            acp::serve::command(options).await
+        }
         Command::Setup => setup().await,
         Command::Doctor(args) => doctor(args).await,
         Command::Completions(args) => {

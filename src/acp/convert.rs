@@ -160,6 +160,11 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
         AgentEvent::ThoughtChunk { message_id, text } => {
             acp::SessionUpdate::AgentThoughtChunk(chunk(message_id, text))
         }
+        AgentEvent::Aside { message_id, text, meta } => {
+            let mut extension = acp::Meta::new();
+            extension.insert(super::META_KEY.to_string(), meta);
+            acp::SessionUpdate::AgentMessageChunk(chunk(message_id, text).meta(extension))
+        }
         AgentEvent::ToolCallStarted { call_id, tool, presentation, raw_input } => {
             let call = acp::ToolCall::new(call_id, presentation.title)
                 .name(tool)

@@ -306,6 +306,23 @@ pub fn set_config_option(
     }
 }
 
+/// Does the prompt ask to steer the running turn (`_meta.tinycode.steer: true`)?
+fn wants_steering(request: &acp::PromptRequest) -> bool {
+    let extension = request.meta.as_ref().and_then(|m| m.get(super::META_KEY));
+    extension.and_then(|e| e.get("steer")).and_then(Value::as_bool) == Some(true)
+}
+
+/// The answer to a prompt; a steering message delivered into the running turn says so in `_meta.tinycode`.
+fn prompt_response(answer: crate::session::Answer) -> acp::PromptResponse {
+    let response = acp::PromptResponse::new(convert::stop_reason(answer.stop));
+    if !answer.steered {
+        return response;
+    }
+    let mut meta = acp::Meta::new();
+    meta.insert(super::META_KEY.to_string(), serde_json::json!({"steered": true}));
+    response.meta(meta)
+}
+
 pub fn prompt(
     state: &State,
     request: acp::PromptRequest,
@@ -325,9 +342,9 @@ pub fn prompt(
         };
         let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
         // A panic in the turn (tools have their own boundary) still answers the prompt instead of dropping it.
-        let turn = std::panic::AssertUnwindSafe(session.prompt(parts, blocks)).catch_unwind().await;
-        let reply = match turn {
-            Ok(Ok(stop)) => responder.respond(acp::PromptResponse::new(convert::stop_reason(stop))),
+        let turn = std::panic::AssertUnwindSafe(session.submit(parts, blocks, wants_steering(&request)));
+        let reply = match turn.catch_unwind().await {
+            Ok(Ok(answer)) => responder.respond(prompt_response(answer)),
             Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");
                 let code =

@@ -17,6 +17,7 @@ pub mod params;
 pub mod prompt;
 pub mod question;
 pub mod render;
+pub mod serve;
 pub mod stdio;
 pub mod trust;
 
@@ -56,9 +57,24 @@ impl State {
     }
 }
 
+/// The `_meta` key of tinycode's protocol extensions (documented in `protocol/README.md`).
+pub const META_KEY: &str = "tinycode";
+
+/// What `agentCapabilities._meta.tinycode` advertises: prompts sent during a turn are queued (not cancelling
+/// it), and a prompt with `_meta.tinycode.steer: true` steers the running turn.
+pub fn extensions() -> serde_json::Value {
+    serde_json::json!({
+        "promptQueueing": true,
+        "steering": {"supported": true, "promptMeta": "steer", "command": "/steer"},
+    })
+}
+
 /// What the agent offers; images only when the default model takes them.
 fn capabilities(images: bool) -> acp::AgentCapabilities {
+    let mut meta = acp::Meta::new();
+    meta.insert(META_KEY.to_string(), extensions());
     acp::AgentCapabilities::new()
+        .meta(meta)
         .load_session(true)
         .prompt_capabilities(acp::PromptCapabilities::new().image(images).embedded_context(true).audio(false))
         .session_capabilities(
@@ -116,6 +132,11 @@ pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Man
                 tracing::error!(error = %e, "sessions will not be saved");
             }
         }
+    });
+    // Scheduled jobs fire while this connection is served.
+    tokio::spawn({
+        let state = state.clone();
+        async move { state.manager.run_schedule().await }
     });
     macro_rules! request {
         ($builder:expr, $kind:ty, |$state:ident, $request:ident, $responder:ident, $cx:ident| $body:expr) => {{

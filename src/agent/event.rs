@@ -40,6 +40,9 @@ pub enum AgentEvent {
     MessageChunk { message_id: String, text: String },
     /// Streamed reasoning text.
     ThoughtChunk { message_id: String, text: String },
+    /// A message from tinycode itself rather than the model (a prompt is queued), with machine-readable details
+    /// for clients that show it their own way (`_meta.tinycode`).
+    Aside { message_id: String, text: String, meta: Value },
     /// A tool call was requested (it may still wait for permission).
     ToolCallStarted { call_id: String, tool: String, presentation: Presentation, raw_input: Value },
     /// The call's presentation after a slow preview (title, locations and content replace the started ones).

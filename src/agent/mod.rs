@@ -9,8 +9,10 @@ pub mod event;
 pub mod history;
 pub mod instructions;
 pub mod journal;
+pub mod steer;
 pub mod system_prompt;
 pub mod turn;
 
 pub use event::{AgentEvent, EventSink, ToolStatus};
+pub use steer::{Steer, Steering};
 pub use turn::{AgentSwitcher, Conversation, StopReason, Turn, TurnError};

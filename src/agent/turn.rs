@@ -7,8 +7,8 @@
 //! leaves through [`EventSink`].
 
 use std::collections::HashSet;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use serde_json::{Value, json};
@@ -18,19 +18,22 @@ use super::compaction;
 use super::event::{AgentEvent, CompactionStatus, EventSink, ToolStatus};
 use super::history::History;
 use super::journal::Journal;
+use super::steer::Steering;
 use super::system_prompt;
 use crate::bus::{Bus, Event};
 use crate::config::Config;
-use crate::control::Control;
+use crate::control::{Control, Worktree};
 use crate::display::{Location, Presentation};
 use crate::llm::{
     Delta, FinishReason, LlmError, Message, ModelClient, Request, Response, ToolCall, ToolSpec, UserPart,
 };
-use crate::permission;
+use crate::permission::{self, Category};
+use crate::shell::classify::{Class, Host, classify};
 use crate::shell::tasks::Tasks;
 use crate::shell::terminal::ClientTerminals;
 use crate::tool::subagent::Subagents;
 use crate::tool::{self, Context, Progress, Registry};
+use crate::workspace::changes::Recorder;
 use crate::workspace::diagnostics::Checker;
 use crate::workspace::files::Files;
 
@@ -110,7 +113,8 @@ pub struct Turn<'a> {
     pub files: Arc<Files>,
     pub tasks: Arc<Tasks>,
     pub terminals: Option<Arc<dyn ClientTerminals>>,
-    pub cwd: &'a Path,
+    /// Where the tools work: the session's directory, or its worktree (changes after a tool round that moved).
+    pub cwd: RwLock<PathBuf>,
     pub config: &'a Config,
     pub model: &'a dyn ModelClient,
     pub model_name: String,
@@ -130,6 +134,10 @@ pub struct Turn<'a> {
     pub control: Arc<Control>,
     /// Applies a switch of agent that `plan_enter` / `plan_exit` requested.
     pub switcher: Option<&'a dyn AgentSwitcher>,
+    /// Steering messages the user sent while the turn runs.
+    pub steering: Option<&'a dyn Steering>,
+    /// Records what the turn changes (writes go through `files`; shell commands are bracketed here).
+    pub changes: Option<Arc<Recorder>>,
     /// Checks files after the file tools write them (language servers), when the user turned that on.
     pub diagnostics: Option<Arc<dyn Checker>>,
     /// Registered tools not offered in this session (a feature the user has not turned on).
@@ -149,9 +157,13 @@ pub struct Turn<'a> {
     pub extras: Arc<system_prompt::Extras>,
 }
 
-/// The session side of a switch of agent (mode): change the rules, save the choice, tell the editor.
+/// The session side of what tools ask to change about the session: the agent (mode) — change the rules, save
+/// the choice, tell the editor — and the worktree the tools work in.
 pub trait AgentSwitcher: Send + Sync {
     fn switch_agent(&self, agent: &str);
+    /// Move the session's tools into `worktree` (`None`: back to the session's directory); returns where
+    /// they work now.
+    fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf;
 }
 
 /// The tool whose description lists the agents it may start.
@@ -205,7 +217,7 @@ impl Turn<'_> {
 
     /// The system prompt for the mode, with a subagent's own instructions at the end.
     fn system_prompt(&self, plan_mode: bool) -> String {
-        let mut system = system_prompt::build(self.cwd, SystemTime::now(), plan_mode, &self.extras);
+        let mut system = system_prompt::build(&self.cwd(), SystemTime::now(), plan_mode, &self.extras);
         if let Some(instructions) = &self.instructions {
             system.push_str("\n\n");
             system.push_str(instructions);
@@ -215,6 +227,14 @@ impl Turn<'_> {
 
     fn journal(&self) -> Option<&Journal> {
         self.journal.as_ref()
+    }
+
+    /// Where the tools work now.
+    pub fn cwd(&self) -> PathBuf {
+        match self.cwd.read() {
+            Ok(cwd) => cwd.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Run the turn for `input` (the prompt as the editor sent it is `blocks`) on `conversation`.
@@ -229,7 +249,8 @@ impl Turn<'_> {
             journal.user(&new_id("user"), &blocks, &input);
         }
         conversation.history.push_user(input);
-        let mut system = self.system_prompt(self.plan_mode);
+        let mut plan = self.plan_mode;
+        let mut system = self.system_prompt(plan);
         let mut requests = 0;
         let mut compacted_on_overflow = false;
         loop {
@@ -240,6 +261,7 @@ impl Turn<'_> {
                 return Ok(StopReason::MaxTurnRequests);
             }
             requests += 1;
+            self.deliver_steers(&mut conversation.history);
             self.deliver_notes(&mut conversation.history);
             // Servers still starting are waited for; tools that changed since the last request join or leave now.
             if let Some(mcp) = &self.mcp {
@@ -290,8 +312,19 @@ impl Turn<'_> {
                 conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
                 end_with = end_with.or(end_turn);
             }
-            if let Some(agent) = self.control.take_switch() {
-                self.switch_agent(&agent, &mut system);
+            let switched = self.control.take_switch();
+            let moved = self.control.take_worktree_change();
+            if let Some(agent) = &switched {
+                plan = agent == "plan";
+                if let Some(switcher) = self.switcher {
+                    switcher.switch_agent(agent);
+                }
+            }
+            if let Some(worktree) = moved.as_ref() {
+                self.switch_worktree(worktree.as_ref());
+            }
+            if switched.is_some() || moved.is_some() {
+                system = self.system_prompt(plan);
             }
             if self.cancel.is_cancelled() {
                 return Ok(StopReason::Cancelled);
@@ -303,12 +336,25 @@ impl Turn<'_> {
         }
     }
 
-    /// Apply a switch a tool requested: the session changes mode, and the rest of the turn uses its prompt.
-    fn switch_agent(&self, agent: &str, system: &mut String) {
-        if let Some(switcher) = self.switcher {
-            switcher.switch_agent(agent);
+    /// Apply a move into or out of a worktree: the rest of the turn works there (and its prompt says so).
+    fn switch_worktree(&self, worktree: Option<&Worktree>) {
+        let Some(switcher) = self.switcher else { return };
+        let root = switcher.switch_worktree(worktree);
+        match self.cwd.write() {
+            Ok(mut cwd) => *cwd = root,
+            Err(poisoned) => *poisoned.into_inner() = root,
         }
-        *system = self.system_prompt(agent == "plan");
+    }
+
+    /// Steering messages the user sent since the last request join the history (and the journal) now.
+    fn deliver_steers(&self, history: &mut History) {
+        let Some(steering) = self.steering else { return };
+        for steer in steering.take() {
+            if let Some(journal) = self.journal() {
+                journal.user(&new_id("user"), &steer.blocks, &steer.parts);
+            }
+            history.push_user(steer.parts);
+        }
     }
 
     /// A message from the agent itself (a question the editor could not ask): shown, saved and remembered.
@@ -550,7 +596,7 @@ impl Turn<'_> {
         Context {
             session_id: self.session_id.to_string(),
             call_id: ui_id.to_string(),
-            directory: self.cwd.to_path_buf(),
+            directory: self.cwd(),
             perms: self.perms.clone(),
             bus: self.bus.clone(),
             subagent_depth: self.depth,
@@ -610,7 +656,14 @@ impl Turn<'_> {
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
         let context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
+        let shell = self.shell_changes(&prepared.tool, &prepared.args);
+        if let (Some(changes), Some(label)) = (&self.changes, &shell) {
+            changes.before_command(&context.directory, label).await;
+        }
         let mut outcome = self.registry.execute(&prepared.tool, context, prepared.args).await;
+        if let (Some(changes), Some(_)) = (&self.changes, &shell) {
+            changes.after_command().await;
+        }
         // Files the call modified (bus `file.modified`) are locations the editor can follow.
         while let Ok(event) = modified.try_recv() {
             if let Event::FileModified { call_id, path, .. } = event
@@ -640,6 +693,31 @@ impl Turn<'_> {
         }
         self.sink.emit(finished);
         (for_model, outcome.end_turn)
+    }
+}
+
+impl Turn<'_> {
+    /// For a shell-category call whose changes are recorded: how the checkpoint names it. Read-only commands
+    /// change nothing and are left out (`git status` costs time in a big repository).
+    fn shell_changes(&self, tool: &str, args: &Value) -> Option<String> {
+        let changes = self.changes.as_ref()?;
+        let def = self.registry.resolve(tool)?;
+        if def.permission != Some(Category::Shell) {
+            return None;
+        }
+        let command = args.get("command").and_then(Value::as_str);
+        if command.is_some_and(|c| classify(c, &Host::new(&self.cwd())) == Class::ReadOnly) {
+            return None;
+        }
+        let command = command.unwrap_or(&def.id);
+        let mut label: String = command.lines().next().unwrap_or_default().chars().take(80).collect();
+        if label.len() < command.len() {
+            label.push('…');
+        }
+        if def.id == "monitor" || args.get("background").and_then(Value::as_bool) == Some(true) {
+            changes.note(format!("what `{label}` changes in the background after its call returned"));
+        }
+        Some(label)
     }
 }
 

@@ -7,6 +7,7 @@
 pub mod access;
 pub mod apply_patch;
 pub mod change;
+pub mod cron;
 pub mod diagnostics;
 pub mod discover;
 pub mod edit;
@@ -19,10 +20,12 @@ pub mod question;
 pub mod read;
 pub mod shell;
 pub mod skill;
+pub mod sleep;
 pub mod task;
 pub mod todowrite;
 pub mod webfetch;
 pub mod websearch;
+pub mod worktree;
 pub mod write;
 
 use std::sync::Arc;
@@ -68,6 +71,12 @@ pub fn registry_with(web: &WebSettings) -> Registry {
     }
     registry.register(plan_switch::enter());
     registry.register(plan_switch::exit());
+    registry.register(worktree::enter());
+    registry.register(worktree::exit());
+    registry.register(sleep::def());
+    registry.register(cron::create());
+    registry.register(cron::list());
+    registry.register(cron::delete());
     registry.register(invalid::def());
     registry.offer_only_in(edit::ID, EditMode::Replace);
     registry.offer_only_in(apply_patch::ID, EditMode::Replace);
@@ -90,7 +99,7 @@ mod tests {
         let outcome = registry.execute("nope", context(dir.path(), None), json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
         );
         assert!(outcome.is_error);
         let mut ctx = context(dir.path(), None);
@@ -98,7 +107,7 @@ mod tests {
         let outcome = registry.execute("nope", ctx, json!({})).await;
         assert_eq!(
             outcome.output,
-            "Unknown tool `nope`. Available tools: read, write, hashline_edit, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+            "Unknown tool `nope`. Available tools: read, write, hashline_edit, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
         );
     }
 

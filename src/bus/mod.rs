@@ -27,6 +27,8 @@ pub enum Event {
     TodosUpdated { session_id: String, todos: Value },
     /// `provider.models`: the provider's model list was fetched (`None`: it could not be).
     ModelsListed { base_url: String, models: Option<Vec<String>> },
+    /// `schedule.job.ran`: a scheduled job's turn is over (and saved).
+    JobRan { session_id: String, job_id: String },
 }
 
 impl Event {
@@ -41,6 +43,7 @@ impl Event {
             Event::QuestionReplied { .. } => "question.replied",
             Event::AgentSwitched { .. } => "session.agent.switched",
             Event::TodosUpdated { .. } => "session.todos.updated",
+            Event::JobRan { .. } => "schedule.job.ran",
         }
     }
 }

@@ -102,6 +102,9 @@ pub enum Command {
     /// Trust DIR's .tinycode/config.toml as it is now: let it run commands, widen permissions or pick the server
     #[command(after_help = EXIT_CODES)]
     Trust(TrustArgs),
+    /// Serve ACP over WebSocket for an editor on another machine (SSH, WSL, containers); prints a token once
+    #[command(after_help = SERVE_HELP)]
+    Serve(ServeArgs),
     /// Choose a model provider (local servers found, keys in the environment), enter its key, check it, save it
     #[command(after_help = EXIT_CODES)]
     Setup,
@@ -123,6 +126,39 @@ pub struct DoctorArgs {
     /// The project directory whose settings to include (default: the current directory)
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+}
+
+const SERVE_HELP: &str = concat!(
+    "Clients send the token as `Authorization: Bearer <token>` (or ws://ADDRESS/?token=<token>); without it the
+handshake gets HTTP 401. Forward the port over SSH rather than listening on other addresses: the traffic is not
+encrypted.
+  on the agent's machine:  tinycode serve --listen 127.0.0.1:7878
+  on the editor's machine: ssh -L 7878:127.0.0.1:7878 devbox
+
+",
+    exit_codes!()
+);
+
+/// The address `serve` listens on when `--listen` is not given.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on; only loopback addresses unless --allow-remote
+    #[arg(long, value_name = "ADDRESS:PORT", default_value = DEFAULT_LISTEN, value_parser = listen_address)]
+    pub listen: std::net::SocketAddr,
+    /// Also listen on addresses other machines can reach (unencrypted: prefer SSH forwarding)
+    #[arg(long)]
+    pub allow_remote: bool,
+}
+
+/// An `ADDRESS:PORT` (`localhost:PORT` means 127.0.0.1); host names are not resolved.
+fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    if let Some(port) = text.strip_prefix("localhost:") {
+        let port: u16 = port.parse().map_err(|_| format!("`{port}` is not a port number"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    text.parse().map_err(|_| format!("`{text}` is not ADDRESS:PORT (e.g. 127.0.0.1:7878 or [::1]:7878)"))
 }
 
 #[derive(Debug, Args)]
@@ -297,7 +333,7 @@ mod tests {
             assert!(!error.use_stderr(), "{args:?} must print to stdout");
             assert_eq!(error.exit_code(), 0, "{args:?}");
         }
-        for sub in ["acp", "run", "sessions", "export", "completions", "setup", "doctor"] {
+        for sub in ["acp", "run", "sessions", "export", "completions", "serve", "setup", "doctor"] {
             let error = parse(&[sub, "--help"]).unwrap_err();
             assert_eq!(error.kind(), clap::error::ErrorKind::DisplayHelp, "{sub}");
             let text = error.render().to_string();
@@ -305,6 +341,22 @@ mod tests {
         }
         let run_help = parse(&["run", "--help"]).unwrap_err().render().to_string();
         assert!(run_help.contains("Exit codes:\n  0  finished"), "{run_help}");
+    }
+
+    #[test]
+    fn serve_listens_on_loopback_unless_told_otherwise() {
+        let serve = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Serve(s)) => Ok((s.listen.to_string(), s.allow_remote)),
+            Ok(_) => panic!("not serve"),
+            Err(e) => Err(e.render().to_string()),
+        };
+        assert_eq!(serve(&["serve"]), Ok(("127.0.0.1:7878".into(), false)));
+        assert_eq!(serve(&["serve", "--listen", "localhost:9000"]), Ok(("127.0.0.1:9000".into(), false)));
+        assert_eq!(serve(&["serve", "--listen=[::1]:9", "--allow-remote"]), Ok(("[::1]:9".into(), true)));
+        let bad = serve(&["serve", "--listen", "devbox:7878"]).unwrap_err();
+        assert!(bad.contains("`devbox:7878` is not ADDRESS:PORT"), "{bad}");
+        let unknown = serve(&["serve", "--port", "1"]).unwrap_err();
+        assert!(unknown.contains("unexpected argument '--port'"), "{unknown}");
     }
 
     #[test]

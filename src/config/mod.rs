@@ -177,6 +177,11 @@ pub struct Config {
     pub default_mode: Option<String>,
     /// Permission rules from the user's and the project's configuration (project rules come last and win).
     pub permission_rules: Vec<crate::permission::Rule>,
+    /// Scheduled jobs may be made and fire (`[cron] enabled`, `TINYCODE_DISABLE_CRON=1`; off anywhere wins).
+    pub cron: bool,
+    /// Jobs may be kept across restarts (`[cron] durable`, `TINYCODE_DISABLE_DURABLE_CRON=1`; off anywhere wins);
+    /// when not, a durable job is made session-only.
+    pub cron_durable: bool,
     /// Language servers for diagnostics after edits (`[lsp]`); off unless a language is turned on.
     pub lsp: LspConfig,
     /// Diffs of larger files (old plus new text, bytes) are shown as their changed region (`max_diff_bytes`).
@@ -342,6 +347,7 @@ struct Layer {
     max_diff_bytes: Option<usize>,
     default_mode: Option<String>,
     permission: Option<PermissionLayer>,
+    cron: Option<CronLayer>,
     edit_mode: Option<EditMode>,
     /// Per-model settings of this layer and the layers merged under it (a lower layer's table is kept even
     /// when a higher layer's `models` list wins the picker).
@@ -359,6 +365,21 @@ struct Layer {
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
     websearch: Option<web::WebsearchSection>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct CronLayer {
+    enabled: Option<bool>,
+    durable: Option<bool>,
+}
+
+/// Two layers' values of an on/off switch where off anywhere wins.
+fn off_wins(high: Option<bool>, low: Option<bool>) -> Option<bool> {
+    match (high, low) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (a, b) => a.or(b),
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -486,6 +507,14 @@ impl Layer {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
             },
+            // Any layer that turns scheduled jobs (or durable ones) off wins.
+            cron: match (self.cron, lower.cron) {
+                (Some(high), Some(low)) => Some(CronLayer {
+                    enabled: off_wins(high.enabled, low.enabled),
+                    durable: off_wins(high.durable, low.durable),
+                }),
+                (a, b) => a.or(b),
+            },
             lsp: match (self.lsp, lower.lsp) {
                 (Some(a), Some(b)) => Some(a.under(b)),
                 (a, b) => a.or(b),
@@ -517,6 +546,16 @@ impl Layer {
             model: sources.var("TINYCODE_MODEL").map(String::from),
             data_dir: sources.var("TINYCODE_DATA_DIR").map(PathBuf::from),
             max_turn_requests: number("TINYCODE_MAX_TURN_REQUESTS")?,
+            cron: {
+                let off = |name: &str| {
+                    sources.var(name).filter(|v| !matches!(v.trim(), "0" | "false" | "no")).map(|_| false)
+                };
+                let layer = CronLayer {
+                    enabled: off("TINYCODE_DISABLE_CRON"),
+                    durable: off("TINYCODE_DISABLE_DURABLE_CRON"),
+                };
+                (layer != CronLayer::default()).then_some(layer)
+            },
             ..Layer::default()
         })
     }
@@ -732,6 +771,8 @@ impl Config {
             context_window: layer.context_window,
             default_mode: layer.default_mode,
             permission_rules: layer.permission.map(|p| p.rules).unwrap_or_default(),
+            cron: layer.cron.as_ref().and_then(|c| c.enabled).unwrap_or(true),
+            cron_durable: layer.cron.and_then(|c| c.durable).unwrap_or(true),
             lsp: layer.lsp.unwrap_or_default().resolve(),
             mcp_servers: layer.mcp.unwrap_or_default(),
             mcp_startup_timeout: Duration::from_millis(layer.mcp_startup_timeout_ms.unwrap_or(10_000)),
@@ -869,6 +910,26 @@ mod tests {
         if let Some(request) = Config::load(s, cwd, &trust).unwrap().untrusted {
             trust.grant(&request).unwrap();
         }
+    }
+
+    #[test]
+    fn scheduling_and_durable_jobs_are_on_by_default_and_off_in_any_layer_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("proj"), dir.path().join("home"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let switches = |env: &[(&str, &str)]| {
+            let config = load(&sources(env, Some(&home)), &cwd).unwrap();
+            (config.cron, config.cron_durable)
+        };
+        assert_eq!(switches(&[]), (true, true));
+        assert_eq!(switches(&[("TINYCODE_DISABLE_DURABLE_CRON", "1")]), (true, false));
+        assert_eq!(switches(&[("TINYCODE_DISABLE_DURABLE_CRON", "0")]), (true, true));
+        write(&home.join("tinycode/config.toml"), "[cron]\ndurable = false\n");
+        write(&cwd.join(".tinycode/config.toml"), "[cron]\nenabled = true\ndurable = true\n");
+        assert_eq!(switches(&[]), (true, false), "the project cannot turn durable jobs back on");
+        assert_eq!(switches(&[("TINYCODE_DISABLE_CRON", "yes")]), (false, false));
+        write(&cwd.join(".tinycode/config.toml"), "[cron]\nenabled = false\n");
+        assert_eq!(switches(&[]), (false, false));
     }
 
     #[test]

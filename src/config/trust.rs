@@ -31,6 +31,8 @@ pub const HARMLESS: &[&str] = &[
     "response_timeout_ms",
     "retry",
     "shell.client_terminals",
+    // Scheduled jobs are on by default and "off" anywhere wins, so a project can only turn them off.
+    "cron",
     "edit_mode",
     "mcp_startup_timeout_ms",
     "mcp_call_timeout_ms",

@@ -452,6 +452,14 @@ impl Service {
         }
     }
 
+    /// Put `ask` to the user whatever the rules and the mode say (an undo that would discard newer changes, a
+    /// worktree removal that would lose work). Nobody to ask is a rejection.
+    pub async fn insist(&self, ask: &Ask) -> Reply {
+        let Some(approver) = &self.approver else { return Reply::RejectOnce };
+        let _serial = self.ask_lock.lock().await;
+        approver.ask(ask).await
+    }
+
     /// Ask the user whatever the rules would allow (a deny rule and the plan-mode guard still refuse): for code
     /// the user did not write in this conversation, such as the shell lines of a custom command. The ask offers
     /// no "always" and nothing is remembered; nobody to ask means no.

@@ -25,8 +25,19 @@ const PLAN: &str = include_str!("prompts/plan.md");
 const MAX_AGENT_FILE_BYTES: u64 = 64 * 1024;
 /// At most this many agent files are read per directory.
 const MAX_AGENT_FILES: usize = 64;
-/// Tools no subagent gets: it cannot ask the user, keep the parent's to-do list or switch modes.
-const NEVER_FOR_CHILDREN: [&str; 4] = ["question", "todowrite", "plan_enter", "plan_exit"];
+/// Tools no subagent gets: it cannot ask the user, keep the parent's to-do list, switch modes, move the session
+/// into or out of a worktree, or schedule jobs (those belong to the user's session).
+const NEVER_FOR_CHILDREN: [&str; 9] = [
+    "question",
+    "todowrite",
+    "plan_enter",
+    "plan_exit",
+    "enter_worktree",
+    "exit_worktree",
+    "cron_create",
+    "cron_list",
+    "cron_delete",
+];
 /// Tools of the read-only `explore` agent.
 const EXPLORE_TOOLS: [&str; 7] = ["read", "glob", "grep", "list_dir", "discover", "webfetch", "websearch"];
 /// Tools of the `plan` agent (its mode lets `bash` run read-only commands only).

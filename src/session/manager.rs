@@ -1,8 +1,9 @@
 //! The sessions of one process: creating them, loading stored ones (with the events that redraw them), resuming,
 //! listing, closing and deleting. Opens the store in the background at start-up and keeps the providers' model
-//! lists (`models`), so `session/new` never waits on the disk or the network.
+//! lists (`models`), so `session/new` never waits on the disk or the network. Runs the scheduler of its
+//! sessions' jobs while it serves ([`Manager::run_schedule`]).
 //!
-//! Owns the live-session table and the store handle.
+//! Owns the live-session table, the store handle and the scheduler.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -23,11 +24,13 @@ use crate::llm::detect::Detector;
 use crate::llm::router::Router;
 use crate::permission;
 use crate::permission::remembered::Remembered;
+use crate::schedule::{Clock, Scheduler, Zone};
 use crate::shell::environment::Environment;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
 use crate::tool::Registry;
+use crate::workspace::changes::Recorder;
 use crate::workspace::files::{FileLocks, Files};
 use crate::workspace::ignore_rules::Stack;
 
@@ -44,6 +47,20 @@ pub enum SessionError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Schedule the durable jobs kept in `store`.
+async fn schedule_stored_jobs(store: &Store, scheduler: &Scheduler) {
+    match store.jobs().await {
+        Ok(rows) => {
+            for job in rows.into_iter().filter_map(super::jobs::from_row) {
+                if let Err(e) = scheduler.add(job) {
+                    tracing::warn!(error = %e, "a stored job was not scheduled");
+                }
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "the scheduled jobs could not be read"),
+    }
 }
 
 /// Sessions listed per page.
@@ -65,6 +82,12 @@ pub struct Manager {
     ask_trust: bool,
     /// Remembered permission rules by project.
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
+    /// The sessions' scheduled jobs.
+    scheduler: Arc<Scheduler>,
+    /// Fires when the manager shuts down (stops the scheduler).
+    stop: CancellationToken,
+    /// Offer scheduled jobs and fire them (not in one-shot headless runs).
+    schedule: bool,
     /// Finds local model servers when nothing is configured.
     detector: Arc<Detector>,
 }
@@ -94,7 +117,22 @@ impl Manager {
             store: tokio::sync::OnceCell::new(),
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
+            scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
+            stop: CancellationToken::new(),
+            schedule: true,
         }
+    }
+
+    /// Offer no scheduled jobs and fire none (a one-shot run ends before any would fire).
+    pub fn without_schedule(mut self) -> Self {
+        self.schedule = false;
+        self
+    }
+
+    /// Read the time for scheduled jobs from `clock`, in `zone` (tests start it at a chosen moment).
+    pub fn with_clock(mut self, clock: Clock, zone: Zone) -> Self {
+        self.scheduler = Arc::new(Scheduler::new(clock, zone));
+        self
     }
 
     /// Never ask the user to trust a project: its settings that need trust stay ignored.
@@ -147,14 +185,17 @@ impl Manager {
         crate::store::database_path(&self.sources.data_dir())
     }
 
-    /// The store, opened on first use (on a blocking thread).
+    /// The store, opened on first use (on a blocking thread); its durable jobs are scheduled as it opens.
     pub async fn store(&self) -> Result<Store, StoreError> {
         let path = self.database_path();
+        let scheduler = self.scheduler.clone();
         self.store
             .get_or_init(|| async move {
-                tokio::task::spawn_blocking(move || Store::open(&path))
+                let store = tokio::task::spawn_blocking(move || Store::open(&path))
                     .await
-                    .unwrap_or(Err(StoreError::Closed))
+                    .unwrap_or(Err(StoreError::Closed))?;
+                schedule_stored_jobs(&store, &scheduler).await;
+                Ok(store)
             })
             .await
             .clone()
@@ -210,6 +251,8 @@ impl Manager {
         mcp.hold();
         // One environment for every command the session runs: bash, tasks, formatters and MCP servers.
         let environment = Arc::new(Environment::new(&config.env_policy));
+        let changes = Arc::new(Recorder::default());
+        let closed = CancellationToken::new();
         mcp.set_environment(environment.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
@@ -228,7 +271,8 @@ impl Manager {
                     config.formatters.clone(),
                 )
                 .with_environment(environment.clone())
-                .with_diff_limit(config.max_diff_bytes);
+                .with_diff_limit(config.max_diff_bytes)
+                .with_changes(changes.clone());
                 // Searches honour the user's global git excludes; the defaults are anchored at the project.
                 files.set_ignores(Stack::new(&cwd, config.git_excludes.as_deref()));
                 files
@@ -254,9 +298,10 @@ impl Manager {
             settings: Mutex::new(settings),
             title: Mutex::new(row.title.clone()),
             conversation: tokio::sync::Mutex::new(conversation),
-            active: Mutex::new(None),
-            turns: std::sync::atomic::AtomicU64::new(0),
-            closed: CancellationToken::new(),
+            queue: super::queue::Queue::new(closed.clone()),
+            changes,
+            headless: std::sync::atomic::AtomicBool::new(false),
+            closed,
             config: Mutex::new(Arc::new(config)),
             sources: self.sources.clone(),
             trust: self.trust.clone(),
@@ -275,6 +320,14 @@ impl Manager {
         session.refresh_extensions();
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
+        if self.schedule && session.config().cron {
+            session.control.set_jobs(Some(Arc::new(super::jobs::SessionJobs {
+                session_id: row.id.clone(),
+                scheduler: self.scheduler.clone(),
+                store: session.store.clone(),
+                durable: session.config().cron_durable,
+            })));
+        }
         session.watch_models();
         session.watch_todos();
         session
@@ -370,11 +423,50 @@ impl Manager {
             return Ok((live, events));
         }
         let conversation = Conversation::restored(history, shown);
+        let worktree = store.worktree(id).await?;
         let session = self.assemble(&row, loaded, conversation, declared.unwrap_or_default(), seams).await;
         if let Some(todos) = todos.and_then(|t| serde_json::from_value(t).ok()) {
             session.control.restore_todos(todos);
         }
+        session.restore_worktree(worktree);
         Ok((session, events))
+    }
+
+    /// Open a stored session with no editor attached, for a scheduled job; `None` when it is gone.
+    pub(super) async fn open_unattended(&self, id: &str) -> Option<Arc<Session>> {
+        let store = self.store().await.ok()?;
+        let row = store.session(id).await.ok()??;
+        match self.open(id, Path::new(&row.cwd), None, super::jobs::unattended(), false).await {
+            Ok((session, _)) => {
+                session.headless.store(true, std::sync::atomic::Ordering::Relaxed);
+                Some(session)
+            }
+            Err(e) => {
+                tracing::warn!(session = id, error = %e, "a scheduled job's session could not be opened");
+                None
+            }
+        }
+    }
+
+    /// Put away a session the scheduler opened (its durable jobs stay scheduled).
+    pub(super) fn put_away(&self, id: &str) {
+        let mut sessions = lock(&self.sessions);
+        if sessions.get(id).is_some_and(|s| s.is_unattended())
+            && let Some(session) = sessions.remove(id)
+        {
+            session.close();
+        }
+    }
+
+    /// Fire the sessions' scheduled jobs (durable ones from the store included) until the manager shuts down.
+    pub async fn run_schedule(&self) {
+        if !self.schedule {
+            return;
+        }
+        // Opening the store schedules its durable jobs.
+        let _ = self.store().await;
+        let scheduler = self.scheduler.clone();
+        scheduler.run(self, self.stop.clone()).await;
     }
 
     /// One page of stored sessions, newest first.
@@ -392,6 +484,7 @@ impl Manager {
 
     /// Stop a session's work, close its MCP servers and forget it in memory (it stays stored).
     pub async fn close(&self, id: &str) -> Result<(), SessionError> {
+        self.scheduler.forget_session(id, false);
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = live {
             session.shutdown().await;
@@ -405,6 +498,7 @@ impl Manager {
 
     /// Close a session and remove it (and everything it stored).
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        self.scheduler.forget_session(id, true);
         let live = lock(&self.sessions).remove(id);
         if let Some(session) = &live {
             session.shutdown().await;
@@ -415,6 +509,7 @@ impl Manager {
 
     /// Cancel every running turn, stop every session's tasks, and make sure everything is saved.
     pub async fn shutdown(&self) {
+        self.stop.cancel();
         let sessions: Vec<Arc<Session>> = lock(&self.sessions).drain().map(|(_, s)| s).collect();
         // Language servers first, so their polite shutdown is awaited (close would start it in the background).
         futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;

@@ -1,36 +1,41 @@
 //! Sessions: one [`Session`] per ACP session (its directory, configuration, settings, model client,
 //! permission service, files, tasks and conversation), and the [`Manager`] that creates, loads, lists, closes
-//! and deletes them. Several sessions run at once; within one session turns are serialised, and a new prompt
-//! cancels the running turn and queues behind it. Every completed event is saved as it happens.
+//! and deletes them. Several sessions run at once; within one session turns are serialised: a new prompt waits in
+//! line behind the running turn, a steering message joins the running turn, and a cancel stops both. Every
+//! completed event is saved as it happens, and every turn's file changes become a checkpoint that `/undo` and
+//! `/restore N` revert.
 //!
 //! Owns session lifetime and turn scheduling. Must not import `acp`: the editor is reached only through the
 //! seams in [`Seams`].
 
 pub mod agents;
+pub mod checkpoints;
 pub mod commands;
 mod extensions;
+pub mod jobs;
 pub mod manager;
 pub mod models;
+pub mod queue;
 pub mod relay;
 pub mod settings;
 mod slash;
 pub mod subagents;
 pub mod trust;
+pub mod turns;
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::event::{CommandInfo, CompactionStatus};
-use crate::agent::journal::Journal;
-use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink, StopReason, Turn, TurnError};
+use crate::agent::event::CommandInfo;
+use crate::agent::{AgentEvent, AgentSwitcher, Conversation, EventSink};
 use crate::bus::{Bus, Event};
 use crate::config::Config;
 use crate::config::Sources;
 use crate::config::trust::{Request, Trust};
-use crate::control::{Asker, Control, Todo};
+use crate::control::{Asker, Control, Todo, Worktree};
 use crate::extensions::Catalog;
 use crate::llm::{ModelClient, UserPart};
 use crate::lsp;
@@ -41,10 +46,12 @@ use crate::shell::terminal::ClientTerminals;
 use crate::store::Store;
 use crate::store::sessions::SessionRow;
 use crate::tool::Registry;
+use crate::workspace::changes::Recorder;
 use crate::workspace::files::{ClientFs, Files};
 pub use manager::Manager;
 use settings::{ConfigOption, Mode, Settings};
 pub use trust::{TrustAnswer, TrustAsker};
+pub use turns::Answer;
 
 /// Where agent-side changes to a session's settings are announced (the editor's mode and option pickers).
 pub trait SettingsSink: Send + Sync {
@@ -147,9 +154,12 @@ pub struct Session {
     models_swapped: Arc<tokio::sync::Notify>,
     catalogue: Arc<models::Catalogue>,
     conversation: tokio::sync::Mutex<Conversation>,
-    /// The running (or queued) turn: its number and cancel token.
-    active: Mutex<Option<(u64, CancellationToken)>>,
-    turns: AtomicU64,
+    /// The running turn, the prompts waiting for it, and the steering messages for it.
+    queue: queue::Queue,
+    /// What the running turn changes in the files (its checkpoint).
+    changes: Arc<Recorder>,
+    /// Opened by the scheduler for a job, with no editor attached (yet).
+    headless: AtomicBool,
     closed: CancellationToken,
     /// Where the configuration is reloaded from once the user trusts the project.
     sources: Sources,
@@ -171,6 +181,10 @@ pub struct Session {
     subagents: std::sync::OnceLock<Arc<dyn crate::tool::subagent::Subagents>>,
 }
 
+fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
@@ -183,9 +197,34 @@ impl Session {
         lock(&self.sink).clone()
     }
 
+    /// Where the session's tools work: its directory, or the worktree it moved into.
+    pub fn workdir(&self) -> PathBuf {
+        self.control.worktree().map(|w| w.dir).unwrap_or_else(|| self.cwd.clone())
+    }
+
+    /// The session's roots with `root` in place of its first (the session's directory or worktree); the
+    /// additional directories stay.
+    fn with_root(&self, root: PathBuf) -> Vec<PathBuf> {
+        std::iter::once(root).chain(self.files.roots().into_iter().skip(1)).collect()
+    }
+
+    /// Put the session back into the worktree it was in when it was stored (JSON), if that still exists.
+    fn restore_worktree(&self, stored: Option<String>) {
+        let Some(worktree) = stored.and_then(|json| serde_json::from_str::<Worktree>(&json).ok()) else {
+            return;
+        };
+        if !worktree.dir.is_dir() {
+            tracing::warn!(session = %self.id, path = %worktree.dir.display(), "the session's worktree is gone");
+            return;
+        }
+        self.files.set_roots(self.with_root(worktree.dir.clone()));
+        self.control.restore_worktree(Some(worktree));
+    }
+
     /// Send this session's events to a (new) editor connection.
     pub fn rebind(&self, seams: &Seams) {
-        self.files.rebind(seams.roots(&self.cwd), seams.fs.clone());
+        self.headless.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.files.rebind(seams.roots(&self.workdir()), seams.fs.clone());
         *lock(&self.sink) = seams.sink.clone();
         *lock(&self.settings_sink) = seams.settings.clone();
         *lock(&self.trust_asker) = seams.trust.clone();
@@ -318,108 +357,9 @@ impl Session {
         });
     }
 
-    /// Run one prompt. A turn already running is cancelled first; this one starts when it has ended.
-    /// `blocks` is the prompt as the editor sent it, kept for replay.
-    pub async fn prompt(
-        &self,
-        input: Vec<UserPart>,
-        blocks: serde_json::Value,
-    ) -> Result<StopReason, TurnError> {
-        let cancel = self.closed.child_token();
-        let number = self.turns.fetch_add(1, Ordering::Relaxed);
-        if let Some((_, previous)) = lock(&self.active).replace((number, cancel.clone())) {
-            previous.cancel();
-        }
-        let mut conversation = self.conversation.lock().await;
-        if cancel.is_cancelled() {
-            return Ok(StopReason::Cancelled);
-        }
-        self.apply_trust();
-        self.refresh_extensions();
-        let result = self.dispatch(&mut conversation, input, blocks, &cancel).await;
-        // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
-        self.settle_children().await;
-        // Text the sink may still hold goes out before the prompt is answered.
-        self.sink().flush();
-        debug_assert_eq!(conversation.history.check(), Ok(()));
-        let mut active = lock(&self.active);
-        if active.as_ref().is_some_and(|(n, _)| *n == number) {
-            *active = None;
-        }
-        result
-    }
-
-    fn turn<'a>(
-        &'a self,
-        config: &'a Config,
-        model: &'a dyn ModelClient,
-        settings: &Settings,
-        cancel: CancellationToken,
-    ) -> Turn<'a> {
-        self.lsp.configure(config.lsp.clone());
-        let diagnostics = self.lsp.enabled().then(|| {
-            Arc::new(lsp::Diagnostics(self.lsp.clone())) as Arc<dyn crate::workspace::diagnostics::Checker>
-        });
-        let hidden_tools =
-            if diagnostics.is_some() { Vec::new() } else { vec![crate::builtin::diagnostics::ID] };
-        Turn {
-            session_id: &self.id,
-            files: self.files.clone(),
-            tasks: self.tasks.clone(),
-            terminals: self.terminals.clone(),
-            cwd: &self.cwd,
-            config,
-            model,
-            model_name: settings.model.clone(),
-            reasoning_effort: settings.reasoning_effort(),
-            context_window: config.context_window.unwrap_or_else(|| self.model_info(&settings.model).context),
-            images: self.model_info(&settings.model).images,
-            plan_mode: settings.mode == Mode::Plan,
-            registry: &self.registry,
-            sink: self.sink(),
-            perms: Some(self.perms.clone()),
-            bus: &self.bus,
-            journal: self.store.as_ref().map(|s| Journal::new(s.clone(), &self.id)),
-            cancel,
-            control: self.control.clone(),
-            switcher: Some(self),
-            diagnostics,
-            hidden_tools,
-            depth: self.depth,
-            subagents: self.subagents.get().cloned(),
-            instructions: self.instructions.clone(),
-            usage_also: match &self.store {
-                Some(store) => self.ancestors.iter().map(|id| Journal::new(store.clone(), id)).collect(),
-                None => Vec::new(),
-            },
-            mcp: Some(self.mcp.clone()),
-            extras: Arc::new(self.extras(config)),
-        }
-    }
-
-    async fn compact_command(
-        &self,
-        turn: Turn<'_>,
-        conversation: &mut Conversation,
-        cancel: &CancellationToken,
-    ) -> StopReason {
-        let reply = match turn.compact(conversation, 0).await {
-            Some(CompactionStatus::Completed) => {
-                "Older messages were summarised; the conversation goes on from the summary."
-            }
-            Some(_) => "Compacting failed; the conversation is unchanged.",
-            None => "There is nothing to compact yet.",
-        };
-        self.reply(reply);
-        if cancel.is_cancelled() { StopReason::Cancelled } else { StopReason::EndTurn }
-    }
-
     /// A command's answer, shown as an agent message.
     fn reply(&self, text: &str) {
-        self.sink().emit(AgentEvent::MessageChunk {
-            message_id: format!("msg_{}", uuid::Uuid::new_v4().simple()),
-            text: text.into(),
-        });
+        self.sink().emit(AgentEvent::MessageChunk { message_id: new_id("msg"), text: text.into() });
     }
 
     /// Fetch the provider's model list in the background (after the editor has the session), unless done.
@@ -461,16 +401,10 @@ impl Session {
         });
     }
 
-    /// Cancel the running turn, if any.
-    pub fn cancel(&self) {
-        if let Some((_, token)) = lock(&self.active).as_ref() {
-            token.cancel();
-        }
-    }
-
     /// Cancel everything, stop the session's background tasks and language servers, and refuse further work.
     pub fn close(&self) {
         self.closed.cancel();
+        self.queue.cancel();
         self.tasks.stop_all();
         self.children.close_all();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -506,6 +440,16 @@ impl AgentSwitcher for Session {
         self.apply_settings();
         self.announce_settings(true);
         self.bus.publish(Event::AgentSwitched { session_id: self.id.clone(), agent: mode.id().to_string() });
+    }
+
+    fn switch_worktree(&self, worktree: Option<&Worktree>) -> PathBuf {
+        let root = worktree.map(|w| w.dir.clone()).unwrap_or_else(|| self.cwd.clone());
+        self.files.set_roots(self.with_root(root.clone()));
+        if let Some(store) = &self.store {
+            store.set_worktree_later(&self.id, worktree.and_then(|w| serde_json::to_string(w).ok()));
+        }
+        tracing::info!(session = %self.id, root = %root.display(), "the session's tools work in a new root");
+        root
     }
 }
 

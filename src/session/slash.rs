@@ -51,6 +51,7 @@ impl Session {
         input: Vec<UserPart>,
         blocks: Value,
         cancel: &CancellationToken,
+        label: &str,
     ) -> Result<StopReason, TurnError> {
         let invocation = commands::split(&input).and_then(|(name, args)| {
             commands::resolve(&name, args, &self.catalog(), &self.mcp.prompt_commands())
@@ -59,9 +60,9 @@ impl Session {
             self.name_from(&input);
         }
         let text = match invocation {
-            None => return self.run(conversation, input, blocks, None, cancel).await,
+            None => return self.run(conversation, input, blocks, None, cancel, label).await,
             Some(Invocation::Builtin(builtin, args)) => {
-                return self.builtin(conversation, builtin, args, input, blocks, cancel).await;
+                return self.builtin(conversation, (builtin, args), (input, blocks), cancel, label).await;
             }
             Some(Invocation::Custom(command, args)) => {
                 let text = self.expand_command(&command, &args, cancel).await;
@@ -69,13 +70,13 @@ impl Session {
                     return Ok(StopReason::Cancelled);
                 }
                 let model = self.command_settings(&command);
-                return self.run(conversation, replaced(input, text), blocks, model, cancel).await;
+                return self.run(conversation, replaced(input, text), blocks, model, cancel, label).await;
             }
             Some(Invocation::Skill(skill, args)) => crate::extensions::skills::activate(&skill, &args),
             Some(Invocation::Prompt(prompt, args)) => self.mcp.prompt_text(&prompt, &args, cancel).await,
         };
         match text {
-            Ok(text) => self.run(conversation, replaced(input, text), blocks, None, cancel).await,
+            Ok(text) => self.run(conversation, replaced(input, text), blocks, None, cancel, label).await,
             Err(e) => {
                 self.reply(&e);
                 Ok(StopReason::EndTurn)
@@ -83,7 +84,8 @@ impl Session {
         }
     }
 
-    /// A turn of the model on `input` (with another model for this turn, if given).
+    /// A turn of the model on `input` (with another model for this turn, if given), its file changes saved as
+    /// a checkpoint named `label`.
     async fn run(
         &self,
         conversation: &mut Conversation,
@@ -91,6 +93,7 @@ impl Session {
         blocks: Value,
         model: Option<String>,
         cancel: &CancellationToken,
+        label: &str,
     ) -> Result<StopReason, TurnError> {
         let (config, client) = (self.config(), lock(&self.model).clone());
         let mut settings = self.settings();
@@ -98,17 +101,25 @@ impl Session {
             settings.model = model;
         }
         let turn = self.turn(&config, client.as_ref(), &settings, cancel.clone());
-        turn.run(conversation, input, blocks).await
+        // A subagent's changes are recorded in its parent's turn.
+        let top = self.depth == 0;
+        if top {
+            self.changes.begin();
+        }
+        let result = turn.run(conversation, input, blocks).await;
+        if top {
+            self.save_checkpoint(label).await;
+        }
+        result
     }
 
     async fn builtin(
         &self,
         conversation: &mut Conversation,
-        builtin: Builtin,
-        args: String,
-        input: Vec<UserPart>,
-        blocks: Value,
+        (builtin, args): (Builtin, String),
+        (input, blocks): (Vec<UserPart>, Value),
         cancel: &CancellationToken,
+        label: &str,
     ) -> Result<StopReason, TurnError> {
         let reply = match builtin {
             Builtin::Compact => {
@@ -119,7 +130,7 @@ impl Session {
             Builtin::Init => {
                 let text =
                     if args.is_empty() { INIT.to_string() } else { format!("{INIT}\nFocus on: {args}") };
-                return self.run(conversation, replaced(input, text), blocks, None, cancel).await;
+                return self.run(conversation, replaced(input, text), blocks, None, cancel, label).await;
             }
             Builtin::Permissions => {
                 let args: Vec<String> = args.split_whitespace().map(String::from).collect();
@@ -130,6 +141,13 @@ impl Session {
             Builtin::Skills => builtin::skills(&self.catalog()),
             Builtin::Model => self.switch_model(&args),
             Builtin::Mode => self.switch_mode(&args),
+            Builtin::Checkpoints => self.checkpoints_command().await,
+            Builtin::Undo => return Ok(self.restore_command(None, conversation, cancel).await),
+            Builtin::Restore => return Ok(self.restore_command(Some(args), conversation, cancel).await),
+            // A steering message with text never gets here (it goes to the running turn).
+            Builtin::Steer => {
+                "Usage: `/steer TEXT` adds TEXT to the running turn without stopping it.".into()
+            }
         };
         self.reply(&reply);
         Ok(StopReason::EndTurn)

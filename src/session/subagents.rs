@@ -364,6 +364,7 @@ impl Session {
             Some(relay.clone()),
         );
         let environment = Arc::new(Environment::new(&config.env_policy));
+        let closed = self.closed.child_token();
         let child = Arc::new(Session {
             id: id.clone(),
             cwd: self.cwd.clone(),
@@ -390,9 +391,11 @@ impl Session {
             models_swapped: Arc::new(tokio::sync::Notify::new()),
             catalogue: self.catalogue.clone(),
             conversation: tokio::sync::Mutex::new(conversation),
-            active: Mutex::new(None),
-            turns: std::sync::atomic::AtomicU64::new(0),
-            closed: self.closed.child_token(),
+            queue: super::queue::Queue::new(closed.clone()),
+            // Its file changes belong to the parent's turn (and its checkpoint).
+            changes: self.changes.clone(),
+            headless: std::sync::atomic::AtomicBool::new(false),
+            closed,
             sources: self.sources.clone(),
             trust: self.trust.clone(),
             untrusted: Mutex::new(None),

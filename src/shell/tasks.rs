@@ -172,6 +172,8 @@ pub struct Tasks {
     next: AtomicU64,
     tasks: Mutex<BTreeMap<u64, Arc<Task>>>,
     notes: Arc<Notes>,
+    /// Bumped whenever a task exits (`sleep` wakes on it).
+    exits: Arc<watch::Sender<u64>>,
 }
 
 /// Notes waiting for the model's next request.
@@ -198,6 +200,7 @@ impl Tasks {
             next: AtomicU64::new(1),
             tasks: Mutex::new(BTreeMap::new()),
             notes: Arc::default(),
+            exits: Arc::new(watch::Sender::new(0)),
         }
     }
 
@@ -253,7 +256,7 @@ impl Tasks {
         });
         lock(&self.tasks).insert(number, task.clone());
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        let (pumped, notes) = (task.clone(), self.notes.clone());
+        let (pumped, notes, exits) = (task.clone(), self.notes.clone(), self.exits.clone());
         let on_exit = notify.on_exit;
         tokio::spawn(async move {
             let exit = pump(&pumped, &mut child, stdout, stderr, Spill::always(log), limit).await;
@@ -269,11 +272,17 @@ impl Tasks {
                 ));
             }
             pumped.state.send_replace(State::Exited(exit));
+            exits.send_modify(|n| *n += 1);
         });
         if let Some(after) = notify.check_after {
             tokio::spawn(scheduled_check(task.clone(), self.notes.clone(), after));
         }
         Ok(task)
+    }
+
+    /// Changes whenever one of the session's tasks exits.
+    pub fn exits(&self) -> watch::Receiver<u64> {
+        self.exits.subscribe()
     }
 
     /// The task a process belongs to: its leader, a member of its process group, or a descendant.

@@ -1,10 +1,12 @@
 //! Persistence: one SQLite database (bundled SQLite) holding sessions, their messages and parts, todos,
-//! remembered permission rules and token usage. WAL mode and a busy timeout let several tinycode processes
+//! remembered permission rules, token usage, checkpoints (what each turn changed) and durable scheduled jobs. WAL mode and a busy timeout let several tinycode processes
 //! (several editor windows) share the file; ordered migrations are tracked in `PRAGMA user_version`.
 //!
 //! All SQL runs on one dedicated thread per process; callers await the result, so blocking never happens on
 //! the async runtime. Owns the schema and the SQL. Must not know about ACP or the turn loop.
 
+pub mod checkpoints;
+pub mod jobs;
 pub mod messages;
 pub mod rules;
 pub mod sessions;
@@ -103,6 +105,35 @@ ALTER TABLE sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN agent TEXT;
 CREATE INDEX sessions_by_parent ON sessions (parent_id, created_at);
 ALTER TABLE usage ADD COLUMN via TEXT;
+"#,
+    r#"
+ALTER TABLE sessions ADD COLUMN worktree TEXT;
+CREATE TABLE checkpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    prompt TEXT NOT NULL,
+    uncovered TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    undone_at INTEGER
+);
+CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
+CREATE TABLE checkpoint_files (
+    checkpoint_id INTEGER NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    before BLOB,
+    after TEXT,
+    PRIMARY KEY (checkpoint_id, path)
+);
+CREATE TABLE cron_jobs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    cron TEXT NOT NULL,
+    prompt TEXT NOT NULL,
+    recurring INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_fired INTEGER
+);
 "#,
 ];
 

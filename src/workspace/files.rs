@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use futures::future::BoxFuture;
 
 use super::boundary::{Located, Roots};
+use super::changes::Recorder;
 use super::ignore_rules::Stack;
 use super::{atomic, encoding, format, regular};
 use crate::shell::environment::Environment;
@@ -119,6 +120,8 @@ pub struct Files {
     /// The environment formatters run with.
     environment: Arc<Environment>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
+    /// Told about every write and deletion first (the turn's checkpoint).
+    changes: Option<Arc<Recorder>>,
     /// Changes to larger files are shown as their changed region (config `max_diff_bytes`).
     diff_limit: std::sync::atomic::AtomicUsize,
     /// What searches and listings leave out.
@@ -190,6 +193,7 @@ impl Files {
             formatters: Mutex::new(formatters),
             environment,
             ledger: Mutex::new(HashMap::new()),
+            changes: None,
             diff_limit: std::sync::atomic::AtomicUsize::new(DEFAULT_DIFF_LIMIT),
         }
     }
@@ -203,6 +207,18 @@ impl Files {
     /// The size above which a change is shown as its changed region.
     pub fn diff_limit(&self) -> usize {
         self.diff_limit.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Tell `recorder` about every write and deletion before it happens.
+    pub fn with_changes(mut self, recorder: Arc<Recorder>) -> Self {
+        self.changes = Some(recorder);
+        self
+    }
+
+    /// Bound the tools by `roots` from now on (the session moved into or out of a worktree); the editor
+    /// connection stays.
+    pub fn set_roots(&self, roots: Vec<PathBuf>) {
+        write_lock(&self.roots, Roots::new(&roots));
     }
 
     /// Use these formatters from the next write on.
@@ -256,6 +272,7 @@ impl Files {
             ledger: Mutex::new(HashMap::new()),
             diff_limit: std::sync::atomic::AtomicUsize::new(self.diff_limit()),
             ignores: RwLock::new(self.ignores()),
+            changes: self.changes.clone(),
         }
     }
 
@@ -385,6 +402,9 @@ impl Files {
                 checked.display()
             )));
         }
+        if let Some(changes) = &self.changes {
+            changes.before_write(path).await;
+        }
         let editor = match self.editor_writes() {
             Some(client) => client.write(path, content).await,
             None => Err(EditorError::Unsupported),
@@ -446,11 +466,42 @@ impl Files {
     /// Delete `path` from disk (the editor protocol has no delete).
     pub async fn delete(&self, path: &Path) -> Result<(), ToolError> {
         self.check_boundary(path)?;
+        if let Some(changes) = &self.changes {
+            changes.before_write(path).await;
+        }
         tokio::fs::remove_file(path)
             .await
             .map_err(|e| ToolError::execution(format!("cannot delete {}: {e}", path.display())))?;
         self.ledger().remove(path);
         Ok(())
+    }
+
+    /// Put `content` back into `path` exactly (an undo): through the editor when it can write and the content is
+    /// text, so the editor shows the change for review; else atomically on disk. The directory must lie inside
+    /// the session's roots; a symlink found at `path` is removed first, never written through (it may have been
+    /// planted to point elsewhere since). No formatter runs, and the model must read the file again before
+    /// changing it.
+    pub async fn restore(&self, path: &Path, content: &[u8]) -> Result<Via, String> {
+        let parent = path.parent().ok_or_else(|| format!("{} names no file", path.display()))?;
+        self.check_boundary(parent).map_err(|e| e.to_string())?;
+        self.ledger().remove(path);
+        let link = tokio::fs::symlink_metadata(path).await.is_ok_and(|m| m.file_type().is_symlink());
+        if link {
+            tokio::fs::remove_file(path).await.map_err(|e| format!("cannot replace the symlink: {e}"))?;
+        }
+        if let (Some(client), Ok(text), false) = (self.editor_writes(), std::str::from_utf8(content), link) {
+            match client.write(path, text).await {
+                Ok(()) => return Ok(Via::Editor),
+                Err(EditorError::Failed(e)) => return Err(format!("the editor could not write it: {e}")),
+                Err(EditorError::Unsupported) => {}
+            }
+        }
+        let (target, bytes) = (path.to_path_buf(), content.to_vec());
+        tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        Ok(Via::Disk)
     }
 }
 
@@ -619,6 +670,34 @@ mod tests {
         drop(locks.lock(Path::new("/one-more")).await);
         assert_eq!(locks.len(), 2, "only the held lock and the new one survive the cleanup");
         drop(held);
+    }
+
+    #[tokio::test]
+    async fn a_restore_replaces_a_symlink_instead_of_writing_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "keep me\n").unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let planted = root.join("a.txt");
+        std::os::unix::fs::symlink(&outside, &planted).unwrap();
+        let f = files(&root);
+        assert_eq!(f.restore(&planted, b"old a\n").await, Ok(Via::Disk));
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "keep me\n");
+        assert!(!std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "old a\n");
+    }
+
+    #[tokio::test]
+    async fn a_restore_outside_the_roots_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let outside = dir.path().join("elsewhere.txt");
+        let f = files(&root);
+        let refused = f.restore(&outside, b"planted\n").await.unwrap_err();
+        assert!(refused.contains("outside the workspace"), "{refused}");
+        assert!(!outside.exists());
     }
 
     #[tokio::test]

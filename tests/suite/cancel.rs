@@ -1,4 +1,5 @@
 //! `session/cancel`: the model stream and running tools stop, the turn answers `cancelled`, nothing is lost.
+//! (Prompts queued behind a running turn are in `queue.rs`.)
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,11 +67,13 @@ async fn cancel_during_a_tool_stops_it_fails_the_call_and_keeps_every_call_answe
 }
 
 #[tokio::test]
-async fn a_new_prompt_while_a_turn_runs_cancels_it_and_runs_after_it() {
+async fn a_prompt_sent_right_after_a_cancel_runs_once_the_cancelled_turn_has_ended() {
     let h = Harness::start(vec![Reply::Hang(vec![fm::text("first")]), answer(&["second"])]).await;
     let session = h.session().await;
     let first = h.client.prompt_later(&session, "one");
     h.client.wait_for("the first turn to stream", |u| has(u, "agent_message_chunk", "first")).await;
+    // As Zed does on Stop: cancel, then the user's next prompt at once (it must not be cancelled too).
+    h.client.cancel(&session);
     let second = h.client.prompt(&session, "two").await.unwrap();
     assert_eq!(stop(&first.await.unwrap().unwrap()), json!("cancelled"));
     assert_eq!(stop(&second), json!("end_turn"));

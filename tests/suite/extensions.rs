@@ -58,6 +58,10 @@ async fn the_menu_lists_built_ins_then_commands_then_skills_with_hints_and_the_p
             "mode",
             "mcp",
             "skills",
+            "undo",
+            "checkpoints",
+            "restore",
+            "steer",
             "review",
             "team:fix",
             "pdf",
@@ -65,14 +69,14 @@ async fn the_menu_lists_built_ins_then_commands_then_skills_with_hints_and_the_p
         ]
     );
     assert_eq!(
-        menu[8],
+        menu[12],
         json!({"name": "review", "description": "Review the diff", "input": {"hint": "[focus]"}})
     );
     assert_eq!(
-        menu[9],
+        menu[13],
         json!({"name": "team:fix", "description": "Fix issue $0 in $1", "input": {"hint": "<$0> <$1>"}})
     );
-    assert_eq!(menu[10]["description"], "Work with PDFs.");
+    assert_eq!(menu[14]["description"], "Work with PDFs.");
     // The announcement comes after the session's answer, so the editor knows the session.
     let first = h
         .client

@@ -73,7 +73,13 @@ async fn hashline_mode_offers_hashline_edit_instead_of_edit_and_apply_patch_glob
             "task",
             "webfetch",
             "plan_enter",
-            "plan_exit"
+            "plan_exit",
+            "enter_worktree",
+            "exit_worktree",
+            "sleep",
+            "cron_create",
+            "cron_list",
+            "cron_delete"
         ]
     );
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::support::scenario::{self, Vars, matches, matches_any_order};
+use crate::support::scenario::{self, Transport, Vars, matches, matches_any_order};
 
 fn scenarios() -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("protocol/scenarios");
@@ -45,7 +45,7 @@ async fn every_protocol_scenario_plays_frame_by_frame_against_the_binary() {
     }
     let mut failures = Vec::new();
     for path in &all {
-        if let Err(e) = scenario::replay(path).await {
+        if let Err(e) = scenario::replay(path, Transport::Stdio).await {
             failures.push(format!("FAIL {}\n{e}", path.display()));
         }
     }
@@ -55,6 +55,27 @@ async fn every_protocol_scenario_plays_frame_by_frame_against_the_binary() {
     assert!(
         failures.is_empty(),
         "{} of {} scenarios failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[tokio::test]
+async fn every_protocol_scenario_plays_the_same_over_websocket_through_serve() {
+    if scenario::external_agent().is_some() {
+        return;
+    }
+    let all = scenarios();
+    let mut failures = Vec::new();
+    for path in &all {
+        if let Err(e) = scenario::replay(path, Transport::WebSocket).await {
+            failures.push(format!("FAIL {}\n{e}", path.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} scenarios failed over WebSocket:\n{}",
         failures.len(),
         all.len(),
         failures.join("\n\n")

@@ -99,7 +99,13 @@ async fn a_text_only_turn_streams_chunks_under_one_message_id_and_ends_the_turn(
             "task",
             "webfetch",
             "plan_enter",
-            "plan_exit"
+            "plan_exit",
+            "enter_worktree",
+            "exit_worktree",
+            "sleep",
+            "cron_create",
+            "cron_list",
+            "cron_delete",
         ]
     );
     let messages = h.model.messages(0);
@@ -213,7 +219,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

@@ -429,6 +429,15 @@ impl TestClient {
         tokio::spawn(async move { cx.send_request(request).block_task().await })
     }
 
+    /// Send any prompt request without waiting for it.
+    pub fn request_later(
+        &self,
+        request: acp::PromptRequest,
+    ) -> tokio::task::JoinHandle<Result<acp::PromptResponse, Error>> {
+        let cx = self.cx.clone();
+        tokio::spawn(async move { cx.send_request(request).block_task().await })
+    }
+
     pub fn cancel(&self, session: &acp::SessionId) {
         self.cx.send_notification(acp::CancelNotification::new(session.clone())).unwrap();
         for held in self.log.held.lock().unwrap().drain(..) {
@@ -546,10 +555,12 @@ pub struct Harness {
     pub data: PathBuf,
     pub model: FakeModel,
     pub client: TestClient,
-    /// The first agent's event bus.
+    /// The agent's event bus (the newest agent's after a restart).
     pub bus: tinycode::bus::Bus,
     capabilities: acp::ClientCapabilities,
     registry: Arc<Registry>,
+    /// The scheduler's clock (every agent of the harness shares it).
+    clock: Option<tinycode::schedule::Clock>,
     /// The first agent's environment and config home.
     pub sources: Sources,
     targets: Vec<tinycode::llm::detect::Target>,
@@ -565,6 +576,8 @@ pub struct Setup {
     pub trusted: bool,
     /// Put the fake model's URL and a key (`user-key`) in the user's config file instead of the environment.
     pub user_provider: bool,
+    /// The scheduler's clock (UTC); the system clock when unset.
+    pub clock: Option<tinycode::schedule::Clock>,
     /// More lines for the user's config file (`{base_url}` stands for the fake model's URL).
     pub user_config: String,
     /// Environment changes: a value, or `None` to remove the variable.
@@ -603,6 +616,7 @@ impl Setup {
             capabilities: acp::ClientCapabilities::new(),
             trusted: false,
             user_provider: false,
+            clock: None,
             user_config: String::new(),
             env: Vec::new(),
             targets: Vec::new(),
@@ -642,6 +656,12 @@ impl Setup {
     /// A project file written before the agent starts (and before `trusted` takes the project's settings).
     pub fn file(mut self, rel: &str, text: &str) -> Self {
         self.files.push((rel.to_string(), text.to_string()));
+        self
+    }
+
+    /// Scheduled jobs read the time from `clock`, in UTC.
+    pub fn clock(mut self, clock: tinycode::schedule::Clock) -> Self {
+        self.clock = Some(clock);
         self
     }
 
@@ -716,8 +736,11 @@ impl Setup {
             trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
         }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
-        let manager = Manager::with_registry(sources.clone(), registry.clone())
-            .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone()));
+        let manager = with_clock(
+            Manager::with_registry(sources.clone(), registry.clone())
+                .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone())),
+            &self.clock,
+        );
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
@@ -732,7 +755,15 @@ impl Setup {
             registry,
             sources,
             targets: self.targets,
+            clock: self.clock,
         }
+    }
+}
+
+fn with_clock(manager: Manager, clock: &Option<tinycode::schedule::Clock>) -> Manager {
+    match clock {
+        Some(clock) => manager.with_clock(clock.clone(), tinycode::schedule::Zone::Utc),
+        None => manager,
     }
 }
 
@@ -813,16 +844,26 @@ impl Harness {
 
     /// Another agent (as a second editor window would start) on the same database and config, initialized.
     pub async fn another_agent(&self) -> TestClient {
-        let manager = Manager::with_registry(self.sources.clone(), self.registry.clone())
-            .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone()));
+        self.agent_and_bus().await.0
+    }
+
+    /// Another agent and its event bus.
+    async fn agent_and_bus(&self) -> (TestClient, tinycode::bus::Bus) {
+        let manager = with_clock(
+            Manager::with_registry(self.sources.clone(), self.registry.clone())
+                .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone())),
+            &self.clock,
+        );
+        let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;
-        client
+        (client, bus)
     }
 
     /// Stop the agent (stdin EOF) and start a fresh one on the same database, as after an editor restart.
     pub async fn restart(&mut self) {
-        let fresh = self.another_agent().await;
+        let (fresh, bus) = self.agent_and_bus().await;
+        self.bus = bus;
         let old = std::mem::replace(&mut self.client, fresh);
         old.close().await.unwrap();
     }

@@ -8,9 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Stdio;
 
+use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::process::Command;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, Reply};
@@ -158,10 +161,23 @@ pub fn external_agent() -> Option<String> {
 }
 
 /// A running agent with the fake model it talks to.
+/// How a scenario reaches the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// `tinycode acp` (or `ACP_AGENT_CMD`) on its stdin and stdout.
+    Stdio,
+    /// `tinycode serve` on 127.0.0.1: one WebSocket connection, one text message per frame.
+    WebSocket,
+}
+
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+
 struct Run {
-    stdin: Option<ChildStdin>,
-    stdout: Lines<BufReader<ChildStdout>>,
+    stdin: Option<Writer>,
+    stdout: Lines<BufReader<Reader>>,
     child: tokio::process::Child,
+    transport: Transport,
     model: FakeModel,
     tap: Tap,
     vars: Vars,
@@ -184,7 +200,7 @@ fn chunk_key(frame: &Value) -> Option<(String, Value)> {
 }
 
 impl Run {
-    async fn start(text: &str) -> Result<Run, String> {
+    async fn start(text: &str, transport: Transport) -> Result<Run, String> {
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
         let root = dir.path().canonicalize().map_err(|e| e.to_string())?;
         let cwd = root.join("work");
@@ -207,7 +223,7 @@ impl Run {
         let model = FakeModel::start(replies).await;
         // The model list would arrive at a racy moment as a `config_option_update`; scenarios run without one.
         model.set_models(None);
-        let mut command = match external_agent() {
+        let mut command = match external_agent().filter(|_| transport == Transport::Stdio) {
             Some(line) => {
                 let mut command = Command::new("sh");
                 command.arg("-c").arg(line).stderr(Stdio::inherit());
@@ -215,7 +231,13 @@ impl Run {
             }
             None => {
                 let mut command = Command::new(env!("CARGO_BIN_EXE_tinycode"));
-                command.arg("acp").env_clear().env("PATH", "/usr/bin:/bin").stderr(Stdio::null());
+                match transport {
+                    Transport::Stdio => command.arg("acp").stderr(Stdio::null()),
+                    Transport::WebSocket => {
+                        command.args(["serve", "--listen", "127.0.0.1:0"]).stderr(Stdio::piped())
+                    }
+                };
+                command.env_clear().env("PATH", "/usr/bin:/bin");
                 command
             }
         };
@@ -234,9 +256,29 @@ impl Run {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start the agent: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?).lines();
-        Ok(Run { stdin, stdout, child, model, tap: Tap::default(), vars, ahead: None, _dir: dir })
+        let (stdin, stdout): (Writer, Reader) = match transport {
+            Transport::Stdio => (
+                Box::new(child.stdin.take().ok_or("no stdin")?),
+                Box::new(child.stdout.take().ok_or("no stdout")?),
+            ),
+            Transport::WebSocket => {
+                let stderr = child.stderr.take().ok_or("no stderr")?;
+                let (address, token) = served_at(stderr).await?;
+                websocket(&address, &token).await?
+            }
+        };
+        let stdout = BufReader::new(stdout).lines();
+        Ok(Run {
+            stdin: Some(stdin),
+            stdout,
+            child,
+            transport,
+            model,
+            tap: Tap::default(),
+            vars,
+            ahead: None,
+            _dir: dir,
+        })
     }
 
     async fn send(&mut self, frame: &Value) -> Result<(), String> {
@@ -294,16 +336,27 @@ impl Run {
 
     /// Close stdin and wait for the agent to exit; `true` when it exited cleanly.
     async fn finish(mut self) -> Result<(), String> {
-        self.stdin = None;
+        // Shut the writer down (a half of a split stream does not close it by being dropped).
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.shutdown().await;
+        }
         if let Some(frame) = self.next().await? {
             return Err(format!("unexpected frame after the last line: {frame}"));
         }
-        let status = tokio::time::timeout(PATIENCE, self.child.wait())
-            .await
-            .map_err(|_| "the agent did not exit after stdin closed".to_string())?
-            .map_err(|e| e.to_string())?;
-        if external_agent().is_none() && !status.success() {
-            return Err(format!("agent exited with {status:?}"));
+        if self.transport == Transport::WebSocket {
+            // The connection is over; the server goes on serving others until it is stopped.
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("the server exited with {status:?} when a connection closed"));
+            }
+            let _ = self.child.start_kill();
+        } else {
+            let status = tokio::time::timeout(PATIENCE, self.child.wait())
+                .await
+                .map_err(|_| "the agent did not exit after stdin closed".to_string())?
+                .map_err(|e| e.to_string())?;
+            if external_agent().is_none() && !status.success() {
+                return Err(format!("agent exited with {status:?}"));
+            }
         }
         let violations = self.tap.violations();
         if !violations.is_empty() {
@@ -320,6 +373,66 @@ impl Run {
     }
 }
 
+/// The address and token `tinycode serve` prints on stderr when it listens.
+async fn served_at(stderr: tokio::process::ChildStderr) -> Result<(String, String), String> {
+    let mut lines = BufReader::new(stderr).lines();
+    let (mut address, mut token) = (None, None);
+    while address.is_none() || token.is_none() {
+        let line = tokio::time::timeout(PATIENCE, lines.next_line())
+            .await
+            .map_err(|_| "serve printed no address and token".to_string())?
+            .map_err(|e| e.to_string())?
+            .ok_or("serve exited before it listened")?;
+        if let Some(rest) = line.split("ws://").nth(1) {
+            address = rest.split('/').next().map(String::from);
+        }
+        if let Some(rest) = line.strip_prefix("token (shown once): ") {
+            token = Some(rest.trim().to_string());
+        }
+    }
+    // Whatever else the server says is not part of the transcript.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok((address.unwrap_or_default(), token.unwrap_or_default()))
+}
+
+/// One WebSocket to `address` with `token`, as a line stream: each line written is a text message, each text
+/// message read is a line. Closing the writer closes the socket; the reader ends when the server has closed it.
+async fn websocket(address: &str, token: &str) -> Result<(Writer, Reader), String> {
+    let mut request = format!("ws://{address}/").into_client_request().map_err(|e| e.to_string())?;
+    let bearer = format!("Bearer {token}").parse().map_err(|e| format!("{e}"))?;
+    request.headers_mut().insert("authorization", bearer);
+    let stream = tokio::net::TcpStream::connect(address).await.map_err(|e| e.to_string())?;
+    let (socket, _) = tokio_tungstenite::client_async(request, stream).await.map_err(|e| e.to_string())?;
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (bridge_read, mut bridge_write) = tokio::io::split(theirs);
+    tokio::spawn(async move {
+        let (mut sink, mut stream) = socket.split();
+        let mut lines = BufReader::new(bridge_read).lines();
+        let mut sending = true;
+        loop {
+            tokio::select! {
+                line = lines.next_line(), if sending => match line {
+                    Ok(Some(line)) => if sink.send(Message::text(line)).await.is_err() { return },
+                    _ => {
+                        sending = false;
+                        let _ = sink.close().await;
+                    }
+                },
+                message = stream.next() => match message {
+                    Some(Ok(Message::Text(text))) => {
+                        let framed = format!("{}\n", text.as_str());
+                        if bridge_write.write_all(framed.as_bytes()).await.is_err() { return }
+                    }
+                    Some(Ok(_)) => {}
+                    _ => return,
+                },
+            }
+        }
+    });
+    let (read, write) = tokio::io::split(ours);
+    Ok((Box::new(write), Box::new(read)))
+}
+
 fn write(path: &Path, content: &str) -> Result<(), String> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
@@ -328,11 +441,11 @@ fn write(path: &Path, content: &str) -> Result<(), String> {
 }
 
 /// Play `scenario` and diff every frame the agent writes; then the agent must write nothing more and exit when its
-/// stdin closes.
-pub async fn replay(scenario: &Path) -> Result<(), String> {
+/// stdin closes (over a WebSocket: close the connection when the client does).
+pub async fn replay(scenario: &Path, transport: Transport) -> Result<(), String> {
     let name = scenario.display().to_string();
     let text = std::fs::read_to_string(scenario).map_err(|e| e.to_string())?;
-    let mut run = Run::start(&text).await?;
+    let mut run = Run::start(&text, transport).await?;
     for (n, text) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = format!("{name}:{}", n + 1);
         match parse(text)? {
@@ -570,7 +683,7 @@ fn wait_before(frame: &Value, after: Option<&Value>) -> Result<Wait, String> {
 pub async fn record(scenario: &Path) -> Result<String, String> {
     let name = scenario.display().to_string();
     let text = std::fs::read_to_string(scenario).map_err(|e| e.to_string())?;
-    let mut run = Run::start(&text).await?;
+    let mut run = Run::start(&text, Transport::Stdio).await?;
     let mut rec = Recorder::default();
     match record_lines(&mut run, &mut rec, &text, &name).await {
         Ok(()) => {}

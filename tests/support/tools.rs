@@ -57,3 +57,33 @@ pub fn with_edit_tool() -> Registry {
     });
     registry
 }
+
+/// The built-ins plus `gate`, a read-category tool that waits for one permit of `gate` (the test opens it).
+pub fn with_gate_tool(gate: Arc<tokio::sync::Semaphore>) -> Registry {
+    let registry = tinycode::builtin::registry();
+    registry.register(Def {
+        id: "gate".into(),
+        description: "Waits until the test lets it through.".into(),
+        parameters: json!({"type": "object", "properties": {}}),
+        permission: Some(Category::Read),
+        present: |_, _| Presentation {
+            title: "Wait at the gate".into(),
+            kind: Kind::Other,
+            ..Presentation::default()
+        },
+        preview: None,
+        execute: Arc::new(move |ctx, _args| {
+            let gate = gate.clone();
+            Box::pin(async move {
+                tokio::select! {
+                    permit = gate.acquire() => {
+                        permit.unwrap().forget();
+                        Ok(tinycode::tool::ToolOutput::text("through the gate"))
+                    }
+                    () = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+                }
+            })
+        }),
+    });
+    registry
+}

@@ -146,7 +146,7 @@ pub async fn run_with(sources: Sources, options: Options, output: Arc<Output>) -
     // A headless run never trusts a project, not even with --yes: it said above which settings it ignores.
     let agent = tokio::spawn(super::serve_with(
         ByteStreams::new(agent_write.compat_write(), agent_read.compat()),
-        crate::session::Manager::new(sources).without_trust_questions(),
+        crate::session::Manager::new(sources).without_trust_questions().without_schedule(),
     ));
     let yes = options.yes;
     let (updates, asks) = (output.clone(), output.clone());

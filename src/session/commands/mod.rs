@@ -25,10 +25,14 @@ pub enum Builtin {
     Mode,
     Mcp,
     Skills,
+    Undo,
+    Checkpoints,
+    Restore,
+    Steer,
 }
 
 /// The built-ins as advertised: command, name, description, input hint.
-pub const BUILTINS: [(Builtin, &str, &str, Option<&str>); 8] = [
+pub const BUILTINS: [(Builtin, &str, &str, Option<&str>); 12] = [
     (Builtin::Help, "help", "Show the commands, the modes and the key settings", None),
     (
         Builtin::Init,
@@ -52,6 +56,30 @@ pub const BUILTINS: [(Builtin, &str, &str, Option<&str>); 8] = [
     ),
     (Builtin::Mcp, "mcp", "List the MCP servers: starting, ready with their tools, or failed and why", None),
     (Builtin::Skills, "skills", "List the skills the agent can use, and files that could not be read", None),
+    (
+        Builtin::Undo,
+        "undo",
+        "Revert the file changes of the last turn (the editor shows the revert as a diff)",
+        None,
+    ),
+    (
+        Builtin::Checkpoints,
+        "checkpoints",
+        "List the turns that changed files; /restore N returns to one",
+        None,
+    ),
+    (
+        Builtin::Restore,
+        "restore",
+        "Put the files back as they were before checkpoint N (undoing it and every later turn)",
+        Some("checkpoint number"),
+    ),
+    (
+        Builtin::Steer,
+        "steer",
+        "Add a message to the running turn without stopping it",
+        Some("what the agent should know now"),
+    ),
 ];
 
 /// What a prompt invokes.
@@ -205,6 +233,10 @@ mod tests {
                 "mode",
                 "mcp",
                 "skills",
+                "undo",
+                "checkpoints",
+                "restore",
+                "steer",
                 "review",
                 "pdf",
                 "mcp__s__q"
@@ -212,6 +244,6 @@ mod tests {
         );
         let listed = available(&catalog, &prompts);
         assert_eq!(listed.last().unwrap().hint.as_deref(), Some("<focus>"));
-        assert_eq!(listed[8].description, "custom review");
+        assert_eq!(listed[12].description, "custom review");
     }
 }

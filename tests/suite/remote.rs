@@ -1,0 +1,189 @@
+//! `tinycode serve`: the same ACP over WebSocket on loopback. A client with the token runs sessions as over stdio;
+//! a wrong or missing token gets HTTP 401; each connection has its own sessions; a dropped connection cancels its
+//! turn and kills the processes the turn started.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::v1::schema::PermissionOptionKind as K;
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_util::sync::CancellationToken;
+
+use super::turn::stop;
+use crate::support::client::{Answer, TestClient, sources};
+use crate::support::fake_model::{FakeModel, Reply, answer, calls};
+use crate::support::trees;
+
+/// How long the killed processes get to disappear from the process table.
+const DEATH: Duration = Duration::from_secs(3);
+
+/// A `tinycode serve` on 127.0.0.1 with a workspace and a fake model.
+struct Server {
+    _root: tempfile::TempDir,
+    cwd: PathBuf,
+    addr: SocketAddr,
+    token: String,
+    model: FakeModel,
+    stop: CancellationToken,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+async fn server(script: Vec<Reply>) -> Server {
+    tinycode::shell::process::use_supervisor(PathBuf::from(env!("CARGO_BIN_EXE_tinycode")));
+    let root = tempfile::tempdir().unwrap();
+    let (cwd, data, config) =
+        (root.path().join("work"), root.path().join("data"), root.path().join("config"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let model = FakeModel::start(script).await;
+    let sources = sources(&model.base_url, &data, &config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let token = tinycode::acp::serve::new_token().unwrap();
+    let stop = CancellationToken::new();
+    let manager: Arc<dyn Fn() -> tinycode::session::Manager + Send + Sync> =
+        Arc::new(move || tinycode::session::Manager::new(sources.clone()));
+    tokio::spawn(tinycode::acp::serve::accept(listener, Arc::new(token.clone()), manager, stop.clone()));
+    Server { _root: root, cwd, addr, token, model, stop }
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
+
+/// Open a WebSocket to `addr`, presenting `token` in the header (or in the URL with `query`).
+async fn open(
+    addr: SocketAddr,
+    token: Option<&str>,
+    query: bool,
+) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+    let url = match (token, query) {
+        (Some(token), true) => format!("ws://{addr}/?token={token}"),
+        _ => format!("ws://{addr}/"),
+    };
+    let mut request = url.into_client_request().unwrap();
+    if let (Some(token), false) = (token, query) {
+        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
+    }
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio_tungstenite::client_async(request, stream).await.map(|(socket, _)| socket)
+}
+
+/// An ACP test client whose frames travel over `socket`; aborting the returned task drops the connection.
+async fn client_over(socket: Socket) -> (TestClient, tokio::task::JoinHandle<()>) {
+    let (client_side, bridge_side) = tokio::io::duplex(1 << 20);
+    let (client_read, client_write) = tokio::io::split(client_side);
+    let (bridge_read, mut bridge_write) = tokio::io::split(bridge_side);
+    let bridge = tokio::spawn(async move {
+        let (mut sink, mut stream) = socket.split();
+        let mut lines = tokio::io::BufReader::new(bridge_read).lines();
+        loop {
+            tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => if sink.send(Message::text(line)).await.is_err() { return },
+                    _ => return,
+                },
+                message = stream.next() => match message {
+                    Some(Ok(Message::Text(text))) => {
+                        let framed = format!("{}\n", text.as_str());
+                        if bridge_write.write_all(framed.as_bytes()).await.is_err() { return }
+                    }
+                    Some(Ok(_)) => {}
+                    _ => return,
+                },
+            }
+        }
+    });
+    let client = TestClient::over(client_write, client_read, None).await;
+    client.initialize(acp::ClientCapabilities::new()).await;
+    (client, bridge)
+}
+
+#[tokio::test]
+async fn a_client_with_the_token_runs_a_session_over_websocket_and_a_second_client_has_its_own_sessions() {
+    let server = server(vec![answer(&["hello over ws"]), answer(&["second client"])]).await;
+    let (first, _bridge) = client_over(open(server.addr, Some(&server.token), false).await.unwrap()).await;
+    let session = first.new_session(&server.cwd).await;
+    assert_eq!(stop(&first.prompt(&session, "hi").await.unwrap()), json!("end_turn"));
+    let said: Vec<String> = first
+        .updates(&session)
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "agent_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(said, vec!["hello over ws"]);
+
+    let (second, _bridge2) = client_over(open(server.addr, Some(&server.token), true).await.unwrap()).await;
+    let error = second.prompt(&session, "not mine").await.unwrap_err();
+    assert_eq!(
+        serde_json::to_value(error.code).unwrap(),
+        json!(-32002),
+        "the first connection's live session is not the second's"
+    );
+    let own = second.new_session(&server.cwd).await;
+    assert_eq!(stop(&second.prompt(&own, "mine").await.unwrap()), json!("end_turn"));
+    server.model.assert_done();
+}
+
+#[tokio::test]
+async fn a_wrong_or_missing_token_gets_401_and_no_agent() {
+    let server = server(vec![]).await;
+    for (token, query) in [(Some("0".repeat(64)), false), (Some("wrong".to_string()), true), (None, false)] {
+        match open(server.addr, token.as_deref(), query).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+                assert_eq!(response.status(), 401, "{token:?}")
+            }
+            Err(other) => panic!("{token:?}: {other}"),
+            Ok(_) => panic!("{token:?} was let in"),
+        }
+    }
+    assert!(server.model.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_dropped_connection_cancels_its_turn_and_kills_the_processes_it_started() {
+    let server = server(vec![]).await;
+    let pidfile = server.cwd.join("tree.pids");
+    server.model.script(vec![calls(&[(
+        "c",
+        "bash",
+        &json!({"command": trees::script(&pidfile)}).to_string(),
+    )])]);
+    let (client, bridge) = client_over(open(server.addr, Some(&server.token), false).await.unwrap()).await;
+    client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = client.new_session(&server.cwd).await;
+    let _turn = client.prompt_later(&session, "start them");
+    let pids = trees::pids(&pidfile).await;
+    assert_eq!(trees::survivors(&pids, Duration::ZERO).await, pids, "they run until the connection drops");
+    bridge.abort();
+    drop(client);
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+    server.model.assert_done();
+}
+
+#[tokio::test]
+async fn serve_refuses_an_address_other_machines_reach_unless_allowed_and_never_listens() {
+    let data = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_tinycode"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env("TINYCODE_DATA_DIR", data.path())
+        .env("RUST_LOG", "off")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: refusing to listen on 0.0.0.0:0: it is not a loopback address. Forward a loopback port over SSH instead, or pass --allow-remote to accept connections from other machines.\n"
+    );
+}

@@ -9,17 +9,14 @@ use std::time::Duration;
 
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::schema::PermissionOptionKind as K;
-use futures::{SinkExt, StreamExt};
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_util::sync::CancellationToken;
 
 use super::turn::stop;
 use crate::support::client::{Answer, TestClient, sources};
 use crate::support::fake_model::{FakeModel, Reply, answer, calls};
 use crate::support::trees;
+use crate::support::websocket::{self, Socket};
 
 /// How long the killed processes get to disappear from the process table.
 const DEATH: Duration = Duration::from_secs(3);
@@ -58,52 +55,19 @@ async fn server(script: Vec<Reply>) -> Server {
     Server { _root: root, cwd, addr, token, model, stop }
 }
 
-type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
-
 /// Open a WebSocket to `addr`, presenting `token` in the header (or in the URL with `query`).
 async fn open(
     addr: SocketAddr,
     token: Option<&str>,
     query: bool,
 ) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
-    let url = match (token, query) {
-        (Some(token), true) => format!("ws://{addr}/?token={token}"),
-        _ => format!("ws://{addr}/"),
-    };
-    let mut request = url.into_client_request().unwrap();
-    if let (Some(token), false) = (token, query) {
-        request.headers_mut().insert("authorization", format!("Bearer {token}").parse().unwrap());
-    }
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tokio_tungstenite::client_async(request, stream).await.map(|(socket, _)| socket)
+    websocket::connect(&addr.to_string(), token, query).await
 }
 
 /// An ACP test client whose frames travel over `socket`; aborting the returned task drops the connection.
 async fn client_over(socket: Socket) -> (TestClient, tokio::task::JoinHandle<()>) {
-    let (client_side, bridge_side) = tokio::io::duplex(1 << 20);
-    let (client_read, client_write) = tokio::io::split(client_side);
-    let (bridge_read, mut bridge_write) = tokio::io::split(bridge_side);
-    let bridge = tokio::spawn(async move {
-        let (mut sink, mut stream) = socket.split();
-        let mut lines = tokio::io::BufReader::new(bridge_read).lines();
-        loop {
-            tokio::select! {
-                line = lines.next_line() => match line {
-                    Ok(Some(line)) => if sink.send(Message::text(line)).await.is_err() { return },
-                    _ => return,
-                },
-                message = stream.next() => match message {
-                    Some(Ok(Message::Text(text))) => {
-                        let framed = format!("{}\n", text.as_str());
-                        if bridge_write.write_all(framed.as_bytes()).await.is_err() { return }
-                    }
-                    Some(Ok(_)) => {}
-                    _ => return,
-                },
-            }
-        }
-    });
-    let client = TestClient::over(client_write, client_read, None).await;
+    let (write, read, bridge) = websocket::lines(socket);
+    let client = TestClient::over(write, read, None).await;
     client.initialize(acp::ClientCapabilities::new()).await;
     (client, bridge)
 }

@@ -12,3 +12,4 @@ pub mod syntax;
 pub mod tools;
 pub mod trees;
 pub mod web_server;
+pub mod websocket;

@@ -8,16 +8,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Stdio;
 
-use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::Command;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::support::client::PATIENCE;
 use crate::support::fake_model::{FakeModel, Reply};
 use crate::support::schema::{From, Tap};
+use crate::support::websocket::{self, Reader, Writer};
 
 /// Remembered values, by name (`cwd`, `root`, captures).
 pub type Vars = BTreeMap<String, Value>;
@@ -170,9 +168,6 @@ pub enum Transport {
     WebSocket,
 }
 
-type Writer = Box<dyn AsyncWrite + Unpin + Send>;
-type Reader = Box<dyn AsyncRead + Unpin + Send>;
-
 struct Run {
     stdin: Option<Writer>,
     stdout: Lines<BufReader<Reader>>,
@@ -264,7 +259,10 @@ impl Run {
             Transport::WebSocket => {
                 let stderr = child.stderr.take().ok_or("no stderr")?;
                 let (address, token) = served_at(stderr).await?;
-                websocket(&address, &token).await?
+                let socket =
+                    websocket::connect(&address, Some(&token), false).await.map_err(|e| e.to_string())?;
+                let (writer, reader, _bridge) = websocket::lines(socket);
+                (writer, reader)
             }
         };
         let stdout = BufReader::new(stdout).lines();
@@ -393,44 +391,6 @@ async fn served_at(stderr: tokio::process::ChildStderr) -> Result<(String, Strin
     // Whatever else the server says is not part of the transcript.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Ok((address.unwrap_or_default(), token.unwrap_or_default()))
-}
-
-/// One WebSocket to `address` with `token`, as a line stream: each line written is a text message, each text
-/// message read is a line. Closing the writer closes the socket; the reader ends when the server has closed it.
-async fn websocket(address: &str, token: &str) -> Result<(Writer, Reader), String> {
-    let mut request = format!("ws://{address}/").into_client_request().map_err(|e| e.to_string())?;
-    let bearer = format!("Bearer {token}").parse().map_err(|e| format!("{e}"))?;
-    request.headers_mut().insert("authorization", bearer);
-    let stream = tokio::net::TcpStream::connect(address).await.map_err(|e| e.to_string())?;
-    let (socket, _) = tokio_tungstenite::client_async(request, stream).await.map_err(|e| e.to_string())?;
-    let (ours, theirs) = tokio::io::duplex(1 << 20);
-    let (bridge_read, mut bridge_write) = tokio::io::split(theirs);
-    tokio::spawn(async move {
-        let (mut sink, mut stream) = socket.split();
-        let mut lines = BufReader::new(bridge_read).lines();
-        let mut sending = true;
-        loop {
-            tokio::select! {
-                line = lines.next_line(), if sending => match line {
-                    Ok(Some(line)) => if sink.send(Message::text(line)).await.is_err() { return },
-                    _ => {
-                        sending = false;
-                        let _ = sink.close().await;
-                    }
-                },
-                message = stream.next() => match message {
-                    Some(Ok(Message::Text(text))) => {
-                        let framed = format!("{}\n", text.as_str());
-                        if bridge_write.write_all(framed.as_bytes()).await.is_err() { return }
-                    }
-                    Some(Ok(_)) => {}
-                    _ => return,
-                },
-            }
-        }
-    });
-    let (read, write) = tokio::io::split(ours);
-    Ok((Box::new(write), Box::new(read)))
 }
 
 fn write(path: &Path, content: &str) -> Result<(), String> {

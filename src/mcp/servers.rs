@@ -1,8 +1,8 @@
 //! A session's MCP servers: started in the background once the editor has the session's answer (or when the user
-//! trusts a project that defines some), changed when another connection declares other servers, waited for (at most their
-//! start-up timeout) before a model request, and synchronised into the session's tool registry between model
-//! requests, never during one. Also what `/mcp` lists, the prompts offered as slash commands, and closing them all
-//! at once within the bounds of `process`.
+//! trusts a project that defines some), changed when another connection declares other servers, waited for before
+//! a model request only until their start-up timeout has passed (a late server joins at a later request), and
+//! synchronised into the session's tool registry between model requests, never during one. Also what `/mcp` lists,
+//! the prompts offered as slash commands, and closing them all at once within the bounds of `process`.
 //!
 //! Owns the set and the names. One server's connection belongs to `server`.
 
@@ -149,16 +149,19 @@ impl Servers {
         (self.report)(Report::Changed);
     }
 
-    /// Wait until no server is still starting (each gives up at its start-up timeout), or `cancel` fires.
+    /// Wait until no server is still starting, each at most until its start-up timeout has passed since it was
+    /// launched (a late server keeps starting and joins at a later request), or `cancel` fires.
     pub async fn settled(&self, cancel: &CancellationToken) {
         for server in self.all() {
             let mut phase = server.subscribe();
+            let deadline = server.wait_until();
             loop {
                 if *phase.borrow_and_update() != Phase::Starting {
                     break;
                 }
                 tokio::select! {
                     changed = phase.changed() => if changed.is_err() { break },
+                    () = tokio::time::sleep_until(deadline) => break,
                     () = cancel.cancelled() => return,
                     () = self.closed.cancelled() => return,
                 }

@@ -335,7 +335,7 @@ impl Session {
             return Ok(StopReason::Cancelled);
         }
         self.apply_trust();
-        self.refresh_extensions();
+        self.refresh_extensions().await;
         let result = self.dispatch(&mut conversation, input, blocks, &cancel).await;
         // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
         self.settle_children().await;

@@ -119,6 +119,7 @@ def main():
     parser.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "tinycode"))
     parser.add_argument("--fixture", default=os.path.join(ROOT, "target", "release", "tinycode-mcp-fixture"))
     args = parser.parse_args()
+    args.binary, args.fixture = os.path.abspath(args.binary), os.path.abspath(args.fixture)
     for path in (args.binary, args.fixture):
         if not os.path.exists(path):
             raise SystemExit(f"{path} is missing: cargo build --release --features mcp-fixture --bins")

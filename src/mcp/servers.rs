@@ -23,6 +23,11 @@ use super::{Elicitor, Phase, PromptCommand, Report, Status, adapter};
 use crate::shell::environment::Environment;
 use crate::tool::Registry;
 
+/// How long after the session's answer was handed to the transport its servers are launched: the answer's write
+/// must not compete with three process spawns and their start-up for a small machine's cores. Model requests
+/// wait for starting servers anyway (their start-up timeout counts from the session's start).
+pub const AFTER_ANSWER: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match mutex.lock() {
         Ok(guard) => guard,
@@ -71,12 +76,22 @@ impl Servers {
         }
     }
 
-    /// Start the servers held back, and any later ones at once.
+    /// Start the servers held back (after [`AFTER_ANSWER`]), and any later ones at once.
     pub fn release(&self) {
-        let held = lock(&self.held).take();
-        for server in held.unwrap_or_default() {
-            tokio::spawn(server.start(self.closed.child_token()));
+        let held = lock(&self.held).take().unwrap_or_default();
+        if held.is_empty() {
+            return;
         }
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(AFTER_ANSWER) => {}
+                () = closed.cancelled() => return,
+            }
+            for server in held {
+                tokio::spawn(server.start(closed.child_token()));
+            }
+        });
     }
 
     fn launch(&self, server: Arc<Server>) {

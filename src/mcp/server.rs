@@ -295,8 +295,9 @@ impl Server {
         }
     }
 
-    /// A failed request: a closed connection withdraws the server.
-    fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
+    /// A failed request: a closed connection withdraws the server (a stdio server's exit, when it comes within
+    /// [`EXIT_NOTICE`], says why).
+    async fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
         match error {
             ServiceError::McpError(e) => ToolError::execution(format!(
                 "the MCP server `{}` answered with an error: {}",
@@ -309,7 +310,10 @@ impl Server {
                 timeout.as_secs_f64()
             )),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let how = live.process.as_ref().and_then(Process::exited);
+                let how = match &live.process {
+                    Some(process) => tokio::time::timeout(EXIT_NOTICE, process.wait()).await.ok(),
+                    None => None,
+                };
                 let reason = match how {
                     Some(how) => format!("it stopped: it {how}"),
                     None => "its connection closed".to_string(),
@@ -332,7 +336,7 @@ impl Server {
         let options = PeerRequestOptions::with_timeout(self.spec.call_timeout);
         let handle = match live.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
-            Err(e) => return Err(self.request_failed(&live, e)),
+            Err(e) => return Err(self.request_failed(&live, e).await),
         };
         let token = handle.progress_token.clone();
         if let Some(sink) = progress {
@@ -347,7 +351,7 @@ impl Server {
         self.shared.unwatch_progress(&token);
         match result {
             Some(Ok(result)) => Ok(result),
-            Some(Err(e)) => Err(self.request_failed(&live, e)),
+            Some(Err(e)) => Err(self.request_failed(&live, e).await),
             None => {
                 let notice = CancelledNotificationParam::new(Some(id), Some("cancelled by the user".into()));
                 if let Err(e) = peer.notify_cancelled(notice).await {

@@ -36,7 +36,17 @@ fn message_bytes(message: &Message) -> usize {
                 + reasoning.as_ref().map_or(0, |r| r.text.len())
                 + tool_calls.iter().map(|c| c.name.len() + c.arguments.len() + 16).sum::<usize>()
         }
-        Message::Tool { content, .. } => content.len() + 16,
+        Message::Tool { content, .. } => {
+            let parts = crate::llm::tool_content::parts(content);
+            let bytes: usize = parts
+                .iter()
+                .map(|p| match p {
+                    crate::llm::tool_content::Part::Text(t) => t.len(),
+                    crate::llm::tool_content::Part::Image { .. } => 4_000,
+                })
+                .sum();
+            bytes + 16
+        }
     }
 }
 

@@ -307,8 +307,10 @@ impl Turn<'_> {
             let cut_off = response.finish == FinishReason::Length;
             let last = response.tool_calls.len().saturating_sub(1);
             let mut end_with = None;
+            let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
             for (i, call) in response.tool_calls.iter().enumerate() {
-                let (content, end_turn) = self.run_call(conversation, call, cut_off && i == last).await;
+                let (content, end_turn) =
+                    self.run_call(conversation, call, cut_off && i == last, &offered).await;
                 conversation.history.push(Message::Tool { call_id: call.id.clone(), content });
                 end_with = end_with.or(end_turn);
             }
@@ -391,9 +393,9 @@ impl Turn<'_> {
             // Images a tool returned (data URIs) cannot reach a model that cannot see.
             for message in &mut messages {
                 if let Message::Tool { content, .. } = message
-                    && content.starts_with("data:image/")
+                    && crate::llm::tool_content::has_images(content)
                 {
-                    *content = IMAGE_LEFT_OUT.into();
+                    *content = crate::llm::tool_content::replace_images(content, IMAGE_LEFT_OUT);
                 }
             }
         }
@@ -642,12 +644,13 @@ impl Turn<'_> {
 
     /// Run one tool call through the input repair pipeline and the registry; return the result text for the
     /// model (with the repair note in front) and a message to end the turn with. The user's display shows the
-    /// tool's own output.
+    /// tool's own output. `offered` are the tools the request offered (an unknown tool's error lists them).
     async fn run_call(
         &self,
         conversation: &mut Conversation,
         call: &ToolCall,
         cut_off: bool,
+        offered: &[String],
     ) -> (String, Option<String>) {
         if self.cancel.is_cancelled() {
             return (tool::Outcome::cancelled().output, None);
@@ -660,7 +663,8 @@ impl Turn<'_> {
         if let (Some(changes), Some(label)) = (&self.changes, &shell) {
             changes.before_command(&context.directory, label).await;
         }
-        let mut outcome = self.registry.execute(&prepared.tool, context, prepared.args).await;
+        let mut outcome =
+            self.registry.execute_offered(&prepared.tool, context, prepared.args, offered).await;
         if let (Some(changes), Some(_)) = (&self.changes, &shell) {
             changes.after_command().await;
         }

@@ -196,7 +196,8 @@ pub struct Config {
     pub git_excludes: Option<PathBuf>,
     /// MCP servers from `[mcp.NAME]` tables (user and trusted project files, merged field by field by name).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
-    /// How long an MCP server may take to start before it counts as failed (per server: `startup_timeout_ms`).
+    /// How long a model request waits for a starting MCP server; a later one joins when ready (per server:
+    /// `startup_timeout_ms`).
     pub mcp_startup_timeout: Duration,
     /// How long one MCP tool call may take (per server: `call_timeout_ms`).
     pub mcp_call_timeout: Duration,

@@ -16,6 +16,7 @@ pub mod limits;
 pub mod messages;
 pub mod responses;
 pub mod router;
+pub mod tool_content;
 pub mod transport;
 
 use std::time::Duration;

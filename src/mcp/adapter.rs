@@ -84,11 +84,20 @@ async fn call(server: &Server, tool: &str, ctx: Context, args: Value) -> Result<
         other => return Err(ToolError::Retry(format!("The arguments must be a JSON object, got: {other}"))),
     };
     let result = server.call(tool, arguments, &ctx.cancel, progress_sink(&ctx)).await?;
-    let (text, display, failed) = content::render(&result);
+    let content::Rendered { text, images, display, failed } = content::render(&result);
     if failed {
         return Err(ToolError::Retry(format!("The MCP tool reported an error:\n{text}")));
     }
-    Ok(ToolOutput { output: text, display, ..ToolOutput::default() })
+    if images.is_empty() {
+        return Ok(ToolOutput { output: text, display, ..ToolOutput::default() });
+    }
+    // The images follow the text, each in its own paragraph; only the text is truncated.
+    let mut parts = Vec::new();
+    if !text.is_empty() {
+        parts.push(crate::tool::preview_and_save(&ctx, text).await);
+    }
+    parts.extend(images);
+    Ok(ToolOutput { output: parts.join("\n\n"), display, bounded: true, ..ToolOutput::default() })
 }
 
 /// The `mcp_resource` tool over the servers that offer resources.

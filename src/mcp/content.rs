@@ -1,12 +1,30 @@
-//! What an MCP tool result becomes: the model's text (text as is, images and audio as a one-line note, text
-//! resources with their URI, blobs and links as references, structured content as JSON when there is nothing
-//! else) and the user's card (the same text, images as images).
+//! What an MCP tool result becomes: the model's text (text as is, audio as a one-line note, text resources with
+//! their URI, blobs and links as references, structured content as JSON when there is nothing else), the images
+//! the model is sent (as data URIs after the text, see `llm::tool_content`; one that is not base64 or is over
+//! [`MAX_IMAGE_BYTES`] stays a note), and the user's card (the same text, images as images).
 //!
-//! Owns that mapping. Truncation happens later, in the tool framework.
+//! Owns that mapping. Truncation happens later (the text only: see `adapter`).
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 use crate::display::Content;
+use crate::llm::tool_content;
+
+/// The largest image (decoded) sent to the model; providers refuse larger ones.
+pub const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// One tool result, rendered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    /// The model's text.
+    pub text: String,
+    /// The images for the model, as data URIs.
+    pub images: Vec<String>,
+    /// The card's content.
+    pub display: Vec<Content>,
+    /// The server marked the result an error.
+    pub failed: bool,
+}
 
 /// Base64 text's decoded size.
 fn decoded_len(base64: &str) -> usize {
@@ -26,9 +44,10 @@ pub fn resource_text(resource: &ResourceContents) -> String {
     }
 }
 
-/// The model's text and the card's content for one result; `true` when the server marked it an error.
-pub fn render(result: &CallToolResult) -> (String, Vec<Content>, bool) {
+/// The model's text and images and the card's content for one result.
+pub fn render(result: &CallToolResult) -> Rendered {
     let mut texts = Vec::new();
+    let mut images = Vec::new();
     let mut display = Vec::new();
     for block in &result.content {
         match block {
@@ -37,7 +56,12 @@ pub fn render(result: &CallToolResult) -> (String, Vec<Content>, bool) {
                 display.push(Content::Text(text.text.clone()));
             }
             ContentBlock::Image(image) => {
-                texts.push(format!("[image {}, {} bytes]", image.mime_type, decoded_len(&image.data)));
+                let bytes = decoded_len(&image.data);
+                if tool_content::is_image(&image.mime_type, &image.data) && bytes <= MAX_IMAGE_BYTES {
+                    images.push(tool_content::data_uri(&image.mime_type, &image.data));
+                } else {
+                    texts.push(format!("[image {}, {bytes} bytes, not sent to the model]", image.mime_type));
+                }
                 display.push(Content::Image { data: image.data.clone(), mime_type: image.mime_type.clone() });
             }
             ContentBlock::Audio(audio) => {
@@ -59,14 +83,19 @@ pub fn render(result: &CallToolResult) -> (String, Vec<Content>, bool) {
         }
     }
     if texts.is_empty()
+        && images.is_empty()
         && let Some(structured) = &result.structured_content
     {
         let json = serde_json::to_string_pretty(structured).unwrap_or_default();
         display.push(Content::Text(json.clone()));
         texts.push(json);
     }
-    let text = if texts.is_empty() { "(the tool returned nothing)".to_string() } else { texts.join("\n\n") };
-    (text, display, result.is_error == Some(true))
+    let text = if texts.is_empty() && images.is_empty() {
+        "(the tool returned nothing)".to_string()
+    } else {
+        texts.join("\n\n")
+    };
+    Rendered { text, images, display, failed: result.is_error == Some(true) }
 }
 
 #[cfg(test)]
@@ -79,8 +108,8 @@ mod tests {
     }
 
     #[test]
-    fn text_images_and_resources_become_text_for_the_model_and_images_for_the_card() {
-        let (text, display, error) = render(&result(json!({
+    fn text_images_and_resources_become_text_and_images_for_the_model_and_the_card() {
+        let Rendered { text, images, display, failed } = render(&result(json!({
             "content": [
                 {"type": "text", "text": "hello"},
                 {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
@@ -91,20 +120,30 @@ mod tests {
         })));
         assert_eq!(
             text,
-            "hello\n\n[image image/png, 8 bytes]\n\n[resource file:///a.txt]\nA\n\n[resource file:///b.bin: application/zip, 3 bytes of binary data]\n\n[resource link file:///c: c]"
+            "hello\n\n[resource file:///a.txt]\nA\n\n[resource file:///b.bin: application/zip, 3 bytes of binary data]\n\n[resource link file:///c: c]"
         );
+        assert_eq!(images, vec!["data:image/png;base64,iVBORw0KGgo=".to_string()]);
         assert_eq!(display[1], Content::Image { data: "iVBORw0KGgo=".into(), mime_type: "image/png".into() });
         assert_eq!(display[4], Content::Text("[c](file:///c)".into()));
-        assert!(!error);
+        assert!(!failed);
+    }
+
+    #[test]
+    fn an_image_that_is_not_base64_stays_a_note_for_the_model() {
+        let rendered = render(&result(
+            json!({"content": [{"type": "image", "data": "not base64!", "mimeType": "image/png"}]}),
+        ));
+        assert_eq!(rendered.text, "[image image/png, 8 bytes, not sent to the model]");
+        assert!(rendered.images.is_empty());
     }
 
     #[test]
     fn structured_content_stands_in_for_empty_content_and_errors_are_flagged() {
-        let (text, _, error) =
+        let rendered =
             render(&result(json!({"content": [], "structuredContent": {"n": 1}, "isError": true})));
-        assert_eq!(text, "{\n  \"n\": 1\n}");
-        assert!(error);
-        let (text, display, _) = render(&result(json!({"content": []})));
+        assert_eq!(rendered.text, "{\n  \"n\": 1\n}");
+        assert!(rendered.failed);
+        let Rendered { text, display, .. } = render(&result(json!({"content": []})));
         assert_eq!((text.as_str(), display), ("(the tool returned nothing)", vec![]));
     }
 }

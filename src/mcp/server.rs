@@ -1,5 +1,6 @@
-//! One MCP server of a session: starting it (spawn or connect, handshake, first lists) within its start-up
-//! timeout, its phase, its lists (re-read when the server says they changed), calls with a timeout and
+//! One MCP server of a session: starting it (spawn or connect, handshake, first lists), its phase (a model request
+//! waits for a starting server only until its start-up timeout has passed; a late server keeps starting, up to
+//! [`late_limit`], and joins when ready), its lists (re-read when the server says they changed), calls with a timeout and
 //! cancellation (the server is sent `notifications/cancelled`), noticing that it stopped (reported once, its tools
 //! withdrawn), and closing it within the bounds of `process`.
 //!
@@ -33,6 +34,14 @@ const REFRESH_TIMEOUT: Duration = Duration::from_secs(10);
 const EXIT_NOTICE: Duration = Duration::from_millis(500);
 /// Time an HTTP server gets to hear that the session ends.
 const HTTP_CLOSE: Duration = Duration::from_secs(1);
+/// The least time a late server gets to finish starting before it counts as failed.
+const LATE_FLOOR: Duration = Duration::from_secs(60);
+
+/// How long a server with start-up timeout `timeout` may keep starting in the background before it counts as
+/// failed: ten times its timeout, at least [`LATE_FLOOR`].
+pub fn late_limit(timeout: Duration) -> Duration {
+    timeout.saturating_mul(10).max(LATE_FLOOR)
+}
 
 /// A server's lists as last read.
 #[derive(Debug, Clone, Default)]
@@ -62,6 +71,8 @@ pub struct Server {
     pub spec: Spec,
     launch: Launch,
     phase: watch::Sender<Phase>,
+    /// Until when a model request waits for the server while it starts (its start-up timeout from its creation).
+    wait_until: tokio::time::Instant,
     live: Mutex<Option<Arc<Live>>>,
     pub(super) shared: Arc<Shared>,
     closing: AtomicBool,
@@ -100,10 +111,12 @@ impl Server {
         report: Arc<dyn Fn(Report) + Send + Sync>,
     ) -> Arc<Server> {
         let phase = if spec.enabled { Phase::Starting } else { Phase::Disabled };
+        let wait_until = tokio::time::Instant::now() + spec.startup_timeout;
         Arc::new(Server {
             spec,
             launch,
             phase: watch::Sender::new(phase),
+            wait_until,
             live: Mutex::new(None),
             shared,
             closing: AtomicBool::new(false),
@@ -123,6 +136,11 @@ impl Server {
         self.phase.subscribe()
     }
 
+    /// Until when a model request waits for this server while it is still starting.
+    pub fn wait_until(&self) -> tokio::time::Instant {
+        self.wait_until
+    }
+
     fn live(&self) -> Option<Arc<Live>> {
         lock(&self.live).clone()
     }
@@ -132,7 +150,8 @@ impl Server {
         self.live().map(|live| lock(&live.catalog).clone()).unwrap_or_default()
     }
 
-    /// Start the server; returns when it is ready, failed or the session closed.
+    /// Start the server; returns when it is ready, failed or the session closed. Past its start-up timeout it
+    /// keeps starting (model requests stop waiting for it), until [`late_limit`].
     pub async fn start(self: Arc<Self>, closed: CancellationToken) {
         if !self.spec.enabled {
             return;
@@ -141,7 +160,7 @@ impl Server {
             Ok(transport) => transport,
             Err(reason) => return self.fail(format!("it cannot be used: {reason}")),
         };
-        let limit = self.spec.startup_timeout;
+        let limit = late_limit(self.spec.startup_timeout);
         let connected = tokio::select! {
             connected = tokio::time::timeout(limit, self.connect(transport)) => connected,
             () = closed.cancelled() => return,
@@ -276,8 +295,9 @@ impl Server {
         }
     }
 
-    /// A failed request: a closed connection withdraws the server.
-    fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
+    /// A failed request: a closed connection withdraws the server (a stdio server's exit, when it comes within
+    /// [`EXIT_NOTICE`], says why).
+    async fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
         match error {
             ServiceError::McpError(e) => ToolError::execution(format!(
                 "the MCP server `{}` answered with an error: {}",
@@ -290,7 +310,10 @@ impl Server {
                 timeout.as_secs_f64()
             )),
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let how = live.process.as_ref().and_then(Process::exited);
+                let how = match &live.process {
+                    Some(process) => tokio::time::timeout(EXIT_NOTICE, process.wait()).await.ok(),
+                    None => None,
+                };
                 let reason = match how {
                     Some(how) => format!("it stopped: it {how}"),
                     None => "its connection closed".to_string(),
@@ -313,7 +336,7 @@ impl Server {
         let options = PeerRequestOptions::with_timeout(self.spec.call_timeout);
         let handle = match live.peer.send_request_with_option(request, options).await {
             Ok(handle) => handle,
-            Err(e) => return Err(self.request_failed(&live, e)),
+            Err(e) => return Err(self.request_failed(&live, e).await),
         };
         let token = handle.progress_token.clone();
         if let Some(sink) = progress {
@@ -328,7 +351,7 @@ impl Server {
         self.shared.unwatch_progress(&token);
         match result {
             Some(Ok(result)) => Ok(result),
-            Some(Err(e)) => Err(self.request_failed(&live, e)),
+            Some(Err(e)) => Err(self.request_failed(&live, e).await),
             None => {
                 let notice = CancelledNotificationParam::new(Some(id), Some("cancelled by the user".into()));
                 if let Err(e) = peer.notify_cancelled(notice).await {

@@ -1,8 +1,8 @@
 //! A session's MCP servers: started in the background once the editor has the session's answer (or when the user
-//! trusts a project that defines some), changed when another connection declares other servers, waited for (at most their
-//! start-up timeout) before a model request, and synchronised into the session's tool registry between model
-//! requests, never during one. Also what `/mcp` lists, the prompts offered as slash commands, and closing them all
-//! at once within the bounds of `process`.
+//! trusts a project that defines some), changed when another connection declares other servers, waited for before
+//! a model request only until their start-up timeout has passed (a late server joins at a later request), and
+//! synchronised into the session's tool registry between model requests, never during one. Also what `/mcp` lists,
+//! the prompts offered as slash commands, and closing them all at once within the bounds of `process`.
 //!
 //! Owns the set and the names. One server's connection belongs to `server`.
 
@@ -22,6 +22,11 @@ use super::spec::Spec;
 use super::{Elicitor, Phase, PromptCommand, Report, Status, adapter};
 use crate::shell::environment::Environment;
 use crate::tool::Registry;
+
+/// How long after the session's answer was handed to the transport its servers are launched: the answer's write
+/// must not compete with three process spawns and their start-up for a small machine's cores. Model requests
+/// wait for starting servers anyway (their start-up timeout counts from the session's start).
+pub const AFTER_ANSWER: std::time::Duration = std::time::Duration::from_millis(10);
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match mutex.lock() {
@@ -71,12 +76,22 @@ impl Servers {
         }
     }
 
-    /// Start the servers held back, and any later ones at once.
+    /// Start the servers held back (after [`AFTER_ANSWER`]), and any later ones at once.
     pub fn release(&self) {
-        let held = lock(&self.held).take();
-        for server in held.unwrap_or_default() {
-            tokio::spawn(server.start(self.closed.child_token()));
+        let held = lock(&self.held).take().unwrap_or_default();
+        if held.is_empty() {
+            return;
         }
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = tokio::time::sleep(AFTER_ANSWER) => {}
+                () = closed.cancelled() => return,
+            }
+            for server in held {
+                tokio::spawn(server.start(closed.child_token()));
+            }
+        });
     }
 
     fn launch(&self, server: Arc<Server>) {
@@ -149,16 +164,19 @@ impl Servers {
         (self.report)(Report::Changed);
     }
 
-    /// Wait until no server is still starting (each gives up at its start-up timeout), or `cancel` fires.
+    /// Wait until no server is still starting, each at most until its start-up timeout has passed since it was
+    /// launched (a late server keeps starting and joins at a later request), or `cancel` fires.
     pub async fn settled(&self, cancel: &CancellationToken) {
         for server in self.all() {
             let mut phase = server.subscribe();
+            let deadline = server.wait_until();
             loop {
                 if *phase.borrow_and_update() != Phase::Starting {
                     break;
                 }
                 tokio::select! {
                     changed = phase.changed() => if changed.is_err() { break },
+                    () = tokio::time::sleep_until(deadline) => break,
                     () = cancel.cancelled() => return,
                     () = self.closed.cancelled() => return,
                 }

@@ -1,6 +1,7 @@
 //! What a session takes from the user's setup: its MCP servers (the editor's plus the configuration's, started
 //! in the background and changed when trust or the editor's list changes), its skills and custom commands
-//! (rediscovered before every prompt, the `skill` tool offered while there are skills), the slash commands
+//! (rediscovered on a blocking thread when the session opens and before every prompt, the `skill` tool offered
+//! while there are skills), the slash commands
 //! advertised to the editor (only once the editor has the session, and again whenever they change), and notices
 //! about what failed (an MCP server, a skill file), each said once.
 //!
@@ -38,12 +39,31 @@ impl Session {
         read(&self.catalog)
     }
 
-    /// Rediscover skills and commands; offer `skill` while there are skills; report unreadable files once and
-    /// advertise the commands again when they changed.
-    pub(super) fn refresh_extensions(&self) {
-        let found = Catalog::discover(&self.places());
+    /// Rediscover skills and commands and advertise the commands again when they changed.
+    pub(super) async fn refresh_extensions(&self) {
+        if self.rescan_extensions().await {
+            self.advertise_commands(false);
+        }
+    }
+
+    /// Rediscover skills and commands (directory listings, on a blocking thread: never on the async runtime);
+    /// offer `skill` while there are skills; report unreadable files once. Returns whether anything changed.
+    pub(super) async fn rescan_extensions(&self) -> bool {
+        let places = self.places();
+        let found = match tokio::task::spawn_blocking(move || Catalog::discover(&places)).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "discovering skills and commands failed");
+                return false;
+            }
+        };
+        self.use_catalog(found)
+    }
+
+    /// Take `found` as the skills and commands; returns whether it differs from what the session had.
+    fn use_catalog(&self, found: Catalog) -> bool {
         if found == self.catalog() {
-            return;
+            return false;
         }
         if found.skills.is_empty() {
             self.registry.unregister(crate::builtin::skill::ID);
@@ -63,7 +83,7 @@ impl Session {
             Ok(mut catalog) => *catalog = found,
             Err(poisoned) => *poisoned.into_inner() = found,
         }
-        self.advertise_commands(false);
+        true
     }
 
     /// Every command the session offers now.

@@ -317,7 +317,7 @@ impl Manager {
         session.enable_subagents();
         let _ = link.set(Arc::downgrade(&session));
         session.apply_mcp(&session.config());
-        session.refresh_extensions();
+        session.rescan_extensions().await;
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
         if self.schedule && session.config().cron {

@@ -129,7 +129,7 @@ impl Session {
                 .emit(AgentEvent::UserMessage { message_id: super::new_id("user"), blocks: blocks.clone() });
         }
         self.apply_trust();
-        self.refresh_extensions();
+        self.refresh_extensions().await;
         let result = self.dispatch(&mut conversation, input, blocks, &cancel, &label).await;
         // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
         self.settle_children().await;

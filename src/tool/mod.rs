@@ -22,7 +22,7 @@ pub mod truncate;
 
 pub use args::{arg_opt_str, arg_opt_u64, arg_str};
 pub use error::ToolError;
-pub use registry::Registry;
+pub use registry::{Registry, preview_and_save};
 
 use std::any::Any;
 use std::path::{Path, PathBuf};

@@ -124,15 +124,31 @@ impl Registry {
             .collect()
     }
 
-    /// Run one call through the seed's execution flow.
-    pub async fn execute(&self, name: &str, mut ctx: Context, args: Value) -> Outcome {
+    /// Run one call through the seed's execution flow; an unknown tool's error lists the tools offered for the
+    /// context's edit mode.
+    pub async fn execute(&self, name: &str, ctx: Context, args: Value) -> Outcome {
+        let offered: Vec<String> = self.offered(ctx.edit_mode).iter().map(|d| d.id.clone()).collect();
+        self.execute_offered(name, ctx, args, &offered).await
+    }
+
+    /// [`Registry::execute`] for a call answering a request that offered exactly `offered` (what an unknown
+    /// tool's error lists).
+    pub async fn execute_offered(
+        &self,
+        name: &str,
+        mut ctx: Context,
+        args: Value,
+        offered: &[String],
+    ) -> Outcome {
         let Some(def) = self.resolve(name) else {
             ctx.report(Progress::Presented(Presentation {
                 title: format!("Unknown tool `{name}`"),
                 ..Presentation::default()
             }));
-            let names: Vec<String> = self.offered(ctx.edit_mode).iter().map(|d| d.id.clone()).collect();
-            return Outcome::error(format!("Unknown tool `{name}`. Available tools: {}.", names.join(", ")));
+            return Outcome::error(format!(
+                "Unknown tool `{name}`. Available tools: {}.",
+                offered.join(", ")
+            ));
         };
         let presented = boundary::guard_sync(|| (def.present)(&args, &ctx.directory));
         let mut presentation = match presented {
@@ -270,8 +286,9 @@ fn watch_presented(ctx: &Context) -> (Context, Arc<AtomicBool>) {
     (watched, early)
 }
 
-/// Apply the head+tail preview; when it cuts, save the full text and say where.
-async fn preview_and_save(ctx: &Context, text: String) -> String {
+/// Apply the head+tail preview; when it cuts, save the full text and say where. Tools that bound their own
+/// output (`ToolOutput::bounded`) may call it on the part that needs it.
+pub async fn preview_and_save(ctx: &Context, text: String) -> String {
     let Some(preview) = truncate::preview(&text) else {
         return text;
     };

@@ -220,6 +220,25 @@ async fn skills_load_through_the_skill_tool_and_as_slash_commands() {
 }
 
 #[tokio::test]
+async fn a_skill_added_while_the_session_runs_is_offered_at_the_next_prompt() {
+    let h = Harness::start(vec![answer(&["a"]), answer(&["b"])]).await;
+    let session = h.session().await;
+    h.client.prompt(&session, "one").await.unwrap();
+    assert!(!system(&h.model, 0).contains("<skill>"), "{}", system(&h.model, 0));
+    h.write(".agents/skills/late/SKILL.md", "---\nname: late\ndescription: Added later.\n---\nBody.\n");
+    h.client.prompt(&session, "two").await.unwrap();
+    assert!(
+        system(&h.model, 1)
+            .contains("<skill><name>late</name><description>Added later.</description></skill>"),
+        "{}",
+        system(&h.model, 1)
+    );
+    let names: Vec<String> =
+        commands(&h, &session).iter().map(|c| c["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(names.last().map(String::as_str), Some("late"), "{names:?}");
+}
+
+#[tokio::test]
 async fn unreadable_skill_files_are_reported_once_and_listed_by_skills() {
     let h = Harness::start(vec![answer(&["a"]), answer(&["b"])]).await;
     h.write(".tinycode/skills/broken/SKILL.md", "---\nname: broken\ndescription: never closed\n");

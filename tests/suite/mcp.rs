@@ -97,13 +97,40 @@ async fn always_allowing_an_mcp_tool_covers_that_server_and_tool_only() {
     assert!(said(&h, &session).contains("1. allow `mcp` for `fx/echo`"), "{}", said(&h, &session));
 }
 
+/// The fixture's image tool's picture.
+const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
 #[tokio::test]
-async fn an_image_reaches_the_card_as_an_image_and_the_model_as_a_note() {
+async fn an_image_reaches_a_seeing_model_as_an_image_after_the_tool_result() {
+    let h = Setup::new(vec![call("c1", "mcp__fx__image", json!({})), answer(&["seen"])])
+        .env("TINYCODE_MODEL", Some("gpt-4.1"))
+        .start()
+        .await;
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session_with(vec![stdio("fx", &[], &[])]).await;
+    h.client.prompt(&session, "draw").await.unwrap();
+    let messages = h.model.messages(1);
+    let tail: Vec<Value> = messages[messages.len() - 2..].to_vec();
+    assert_eq!(
+        tail,
+        vec![
+            json!({"role": "tool", "tool_call_id": "c1", "content": "a red dot\n\nThe image is attached in the next message."}),
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}}]}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_image_reaches_the_card_as_an_image_and_a_blind_model_as_a_note() {
     let h = Harness::start(vec![call("c1", "mcp__fx__image", json!({})), answer(&["seen"])]).await;
     h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
     let session = h.session_with(vec![stdio("fx", &[], &[])]).await;
     h.client.prompt(&session, "draw").await.unwrap();
-    assert_eq!(tool_result(&h.model.messages(1), "c1"), "a red dot\n\n[image image/png, 70 bytes]");
+    assert_eq!(
+        tool_result(&h.model.messages(1), "c1"),
+        "a red dot\n\n[an image was left out here: this model cannot see images]"
+    );
     let content = finished(&h.client.updates(&session), "c1")["content"].clone();
     assert_eq!(content[1]["content"]["type"], "image");
     assert_eq!(content[1]["content"]["mimeType"], "image/png");
@@ -429,15 +456,54 @@ async fn a_long_mcp_result_is_previewed_and_saved_in_full() {
     assert_eq!(std::fs::read_to_string(saved).unwrap(), format!("echo: {text}"));
 }
 
+/// The fixture's tools as offered (in its order), then `mcp_resource` (it has resources).
+const FIXTURE_TOOLS: [&str; 12] = [
+    "mcp__late__echo",
+    "mcp__late__sleep",
+    "mcp__late__fail",
+    "mcp__late__image",
+    "mcp__late__change_list",
+    "mcp__late__ask",
+    "mcp__late__crash",
+    "mcp__late__cancelled",
+    "mcp__late__env",
+    "mcp__late__pid",
+    "mcp__late__sample",
+    "mcp_resource",
+];
+
 #[tokio::test]
-async fn a_server_past_its_start_up_timeout_holds_the_turn_no_longer_and_is_reported() {
-    let h = Harness::start(vec![answer(&["without it"])]).await;
+async fn a_server_past_its_start_up_timeout_is_not_waited_for_again_and_joins_the_next_request_once_ready() {
+    let h = Harness::start(vec![answer(&["baseline"]), answer(&["without it"]), answer(&["with it"])]).await;
     std::fs::write(h.config_home().join("tinycode/config.toml"), "mcp_startup_timeout_ms = 200\n").unwrap();
-    let never = h.root.path().join("never").display().to_string();
-    let session = h.session_with(vec![stdio("stuck", &["--hold-start", &never], &[])]).await;
+    let plain = h.session().await;
+    h.client.prompt(&plain, "hi").await.unwrap();
+    let builtins = offered(&h.model, 0);
+    let gate = h.root.path().join("late-go");
+    let session =
+        h.session_with(vec![stdio("late", &["--hold-start", &gate.display().to_string()], &[])]).await;
     assert_eq!(stop(&h.client.prompt(&session, "hi").await.unwrap()), json!("end_turn"));
-    assert!(!offered(&h.model, 0).iter().any(|n| n.starts_with("mcp__stuck")));
+    assert_eq!(offered(&h.model, 1), builtins, "the first request went without the late server");
     h.client.prompt(&session, "/mcp").await.unwrap();
-    let text = said(&h, &session);
-    assert!(text.contains("- `stuck` (editor): failed: it did not start within 0.2 s"), "{text}");
+    assert!(said(&h, &session).ends_with("- `late` (editor): starting\n"), "{}", said(&h, &session));
+    std::fs::write(&gate, "").unwrap();
+    h.client
+        .wait_for("the late server's prompt as a slash command", |all| {
+            all.iter().any(|u| {
+                u["update"]["sessionUpdate"] == "available_commands_update"
+                    && u["update"]["availableCommands"]
+                        .as_array()
+                        .is_some_and(|commands| commands.iter().any(|c| c["name"] == "mcp__late__review"))
+            })
+        })
+        .await;
+    h.client.prompt(&session, "again").await.unwrap();
+    let mut expected = builtins.clone();
+    expected.extend(FIXTURE_TOOLS.iter().map(|t| t.to_string()));
+    assert_eq!(offered(&h.model, 2), expected);
+    assert!(
+        !said(&h, &session).contains("unavailable"),
+        "a late server is not a failed one: {}",
+        said(&h, &session)
+    );
 }

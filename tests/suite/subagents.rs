@@ -151,7 +151,7 @@ async fn subagents_nest_at_most_five_deep_and_every_nested_ask_reaches_the_paren
     assert!(!offered(&h, 5).contains(&"task".to_string()), "depth 5 may not");
     assert_eq!(
         tool_result(&h.model.messages(6), "t5"),
-        "Unknown tool `task`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, webfetch, sleep."
+        "Unknown tool `task`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, monitor, shell_output, shell_tasks, kill_shell, webfetch, sleep."
     );
     let asks = asks(&h);
     assert_eq!(asks.len(), 5);

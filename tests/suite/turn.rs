@@ -177,6 +177,19 @@ async fn glob_and_grep_search_the_workspace_newest_first_and_skip_ignored_paths(
 }
 
 #[tokio::test]
+async fn an_unknown_tool_error_lists_exactly_the_tools_offered_in_that_request() {
+    let h = Harness::start(vec![calls(&[("u1", "fly", "{}")]), answer(&["ok"])]).await;
+    let session = h.session().await;
+    h.client.prompt(&session, "fly").await.unwrap();
+    let offered = crate::support::mcp::offered(&h.model, 0);
+    assert!(!offered.contains(&"diagnostics".to_string()), "language servers are off: {offered:?}");
+    assert_eq!(
+        tool_result(&h.model.messages(1), "u1"),
+        format!("Unknown tool `fly`. Available tools: {}.", offered.join(", "))
+    );
+}
+
+#[tokio::test]
 async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through_invalid() {
     let h = Harness::start(vec![]).await;
     let file = h.write("a.txt", "x\n");
@@ -219,7 +232,7 @@ async fn malformed_tool_calls_are_repaired_or_reported_back_to_the_model_through
     );
     assert_eq!(
         tool_result(&messages, "m5"),
-        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, diagnostics, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
+        "Unknown tool `fly`. Available tools: read, write, edit, apply_patch, bash, glob, grep, list_dir, discover, monitor, shell_output, shell_tasks, kill_shell, todowrite, question, task, webfetch, plan_enter, plan_exit, enter_worktree, exit_worktree, sleep, cron_create, cron_list, cron_delete."
     );
     let updates = h.transcript(&session);
     assert_eq!(finished(&updates, "m3")["status"], "failed");

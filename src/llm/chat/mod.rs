@@ -16,6 +16,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::tool_content::{self, Part};
 use super::transport::{self, Attempt, Decode, Endpoint, sse};
 use super::{
     Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response,
@@ -65,12 +66,6 @@ impl Target {
     }
 }
 
-fn image_data_uri(content: &str) -> Option<(&str, &str)> {
-    let rest = content.strip_prefix("data:")?;
-    let (mime, data) = rest.split_once(";base64,")?;
-    (mime.starts_with("image/") && !data.contains(char::is_whitespace)).then_some((mime, data))
-}
-
 fn user_content(parts: &[UserPart]) -> Value {
     if let [UserPart::Text(text)] = parts {
         return Value::String(text.clone());
@@ -115,8 +110,11 @@ fn assistant_message(
     Value::Object(message)
 }
 
-/// The `messages` array. Images returned by tools (data URIs) cannot travel in `tool` messages, so they are
-/// attached in one user message right after the run of tool results.
+/// What a `tool` message says in place of an image it cannot carry.
+const IMAGE_ATTACHED: &str = "The image is attached in the next message.";
+
+/// The `messages` array. Images returned by tools (data URIs, see `tool_content`) cannot travel in `tool`
+/// messages, so they are attached in one user message right after the run of tool results.
 pub fn messages_json(system: &str, messages: &[Message], target: &Target) -> Vec<Value> {
     let mut out = vec![json!({"role": "system", "content": system})];
     let mut pending_images: Vec<UserPart> = Vec::new();
@@ -131,13 +129,17 @@ pub fn messages_json(system: &str, messages: &[Message], target: &Target) -> Vec
             }
             Message::Tool { call_id, content } => {
                 let id = target.id(call_id);
-                match image_data_uri(content) {
-                    Some((mime, data)) => {
-                        out.push(json!({"role": "tool", "tool_call_id": id, "content": "The image is attached in the next message."}));
-                        pending_images.push(UserPart::Image { mime: mime.into(), data: data.into() });
+                let mut text = Vec::new();
+                for part in tool_content::parts(content) {
+                    match part {
+                        Part::Text(t) => text.push(t),
+                        Part::Image { mime, data } => {
+                            text.push(IMAGE_ATTACHED);
+                            pending_images.push(UserPart::Image { mime: mime.into(), data: data.into() });
+                        }
                     }
-                    None => out.push(json!({"role": "tool", "tool_call_id": id, "content": content})),
                 }
+                out.push(json!({"role": "tool", "tool_call_id": id, "content": text.join("\n\n")}));
             }
         }
     }

@@ -352,3 +352,16 @@ fn an_unknown_finish_reason_is_kept_and_arguments_cut_by_the_limit_finish_with_l
     assert_eq!(finish, FinishReason::Length);
     assert_eq!(calls[0].arguments, "{\"file_path\":\"big.txt\",\"content\":\"line 1\\nline 2");
 }
+
+#[test]
+fn a_tool_result_with_text_and_an_image_keeps_the_text_and_attaches_the_image_after_it() {
+    let messages =
+        vec![Message::Tool { call_id: "a".into(), content: "a dot\n\ndata:image/png;base64,QUJD".into() }];
+    assert_eq!(
+        messages_json("sys", &messages, &target())[1..],
+        [
+            json!({"role": "tool", "tool_call_id": "a", "content": "a dot\n\nThe image is attached in the next message."}),
+            json!({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,QUJD"}}]}),
+        ]
+    );
+}

@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::tool_content::{self, Part};
 use super::transport::{self, Attempt, Decode, Endpoint, sse};
 use super::{
     Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response,
@@ -56,12 +57,6 @@ pub fn authorize(
         Some(key) => builder.header("x-api-key", key),
         None => builder,
     }
-}
-
-fn image_data_uri(content: &str) -> Option<(&str, &str)> {
-    let rest = content.strip_prefix("data:")?;
-    let (mime, data) = rest.split_once(";base64,")?;
-    (mime.starts_with("image/") && !data.contains(char::is_whitespace)).then_some((mime, data))
 }
 
 fn image_block(mime: &str, data: &str) -> Value {
@@ -108,14 +103,21 @@ fn assistant_blocks(
     blocks
 }
 
+/// A tool result: its text as is, or text and image blocks when it carries images (see `tool_content`).
 fn tool_result(call_id: &str, content: &str) -> Value {
     let id = ids::for_anthropic(call_id);
-    match image_data_uri(content) {
-        Some((mime, data)) => {
-            json!({"type": "tool_result", "tool_use_id": id, "content": [image_block(mime, data)]})
-        }
-        None => json!({"type": "tool_result", "tool_use_id": id, "content": content}),
+    if !tool_content::has_images(content) {
+        return json!({"type": "tool_result", "tool_use_id": id, "content": content});
     }
+    let blocks: Vec<Value> = tool_content::parts(content)
+        .into_iter()
+        .filter(|part| *part != Part::Text(""))
+        .map(|part| match part {
+            Part::Text(text) => json!({"type": "text", "text": text}),
+            Part::Image { mime, data } => image_block(mime, data),
+        })
+        .collect();
+    json!({"type": "tool_result", "tool_use_id": id, "content": blocks})
 }
 
 /// Append `blocks` as a `role` message, merged into the previous one when it has the same role (the API wants

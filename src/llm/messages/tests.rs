@@ -245,3 +245,14 @@ fn the_path_adds_v1_unless_the_base_url_has_it() {
     assert_eq!(path("https://api.anthropic.com", "messages"), "/v1/messages");
     assert_eq!(path("http://127.0.0.1:1234/v1/", "messages"), "/messages");
 }
+
+#[test]
+fn a_tool_result_with_text_and_an_image_carries_both_blocks() {
+    assert_eq!(
+        tool_result("toolu_1", "a dot\n\ndata:image/png;base64,QUJD"),
+        json!({"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "text", "text": "a dot"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD"}}
+        ]})
+    );
+}

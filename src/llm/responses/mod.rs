@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::tool_content::{self, Part};
 use super::transport::{self, Attempt, Decode, Endpoint, sse};
 use super::{
     Delta, FinishReason, LlmError, Message, ModelClient, Reasoning, ReasoningField, Request, Response,
@@ -28,12 +29,6 @@ impl ResponsesClient {
     pub fn new(endpoint: Endpoint) -> Self {
         Self { endpoint }
     }
-}
-
-fn image_data_uri(content: &str) -> Option<&str> {
-    let rest = content.strip_prefix("data:")?;
-    let (mime, data) = rest.split_once(";base64,")?;
-    (mime.starts_with("image/") && !data.contains(char::is_whitespace)).then_some(content)
 }
 
 fn user_item(parts: &[UserPart]) -> Value {
@@ -77,9 +72,20 @@ pub fn input_json(messages: &[Message], origin: &str) -> Vec<Value> {
                 }
             }
             Message::Tool { call_id, content } => {
-                let output = match image_data_uri(content) {
-                    Some(uri) => json!([{"type": "input_image", "image_url": uri}]),
-                    None => json!(content),
+                let output = if tool_content::has_images(content) {
+                    let items: Vec<Value> = tool_content::parts(content)
+                        .into_iter()
+                        .filter(|part| *part != Part::Text(""))
+                        .map(|part| match part {
+                            Part::Text(text) => json!({"type": "input_text", "text": text}),
+                            Part::Image { mime, data } => {
+                                json!({"type": "input_image", "image_url": tool_content::data_uri(mime, data)})
+                            }
+                        })
+                        .collect();
+                    Value::Array(items)
+                } else {
+                    json!(content)
                 };
                 out.push(json!({"type": "function_call_output", "call_id": call_id, "output": output}));
             }

@@ -181,3 +181,18 @@ fn a_whole_response_body_reads_like_the_stream() {
     assert_eq!(response.finish, FinishReason::ToolCalls);
     assert_eq!(response.usage.map(|u| u.output_tokens), Some(4));
 }
+
+#[test]
+fn a_tool_result_with_text_and_an_image_is_an_output_list() {
+    let messages = vec![Message::Tool {
+        call_id: "call_1".into(),
+        content: "a dot\n\ndata:image/png;base64,QUJD".into(),
+    }];
+    assert_eq!(
+        input_json(&messages, "openai/gpt-5"),
+        vec![json!({"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": "a dot"},
+            {"type": "input_image", "image_url": "data:image/png;base64,QUJD"}
+        ]})]
+    );
+}

@@ -189,12 +189,12 @@ mod tests {
         let rows = with_children(&store, newest(&store, None, 10).await.unwrap()).await.unwrap();
         assert_eq!(
             table(&rows, false),
-            "ID           UPDATED                   TITLE\n\
-             sess_a       1970-01-01T00:00:01.000Z  Parent\n\
-             \x20 └ sess_c1  1970-01-01T00:00:00.020Z  sess_c1 (@explore subagent)\n\
+            "ID            UPDATED                   TITLE\n\
+             sess_a        1970-01-01T00:00:01.000Z  Parent\n\
+             \x20 └ sess_c1   1970-01-01T00:00:00.020Z  sess_c1 (@explore subagent)\n\
              \x20   └ sess_g  1970-01-01T00:00:00.025Z  sess_g (@explore subagent)\n\
-             \x20 └ sess_c2  1970-01-01T00:00:00.030Z  sess_c2 (@explore subagent)\n\
-             sess_b       1970-01-01T00:00:00.500Z  Other\n"
+             \x20 └ sess_c2   1970-01-01T00:00:00.030Z  sess_c2 (@explore subagent)\n\
+             sess_b        1970-01-01T00:00:00.500Z  Other\n"
         );
         let json: Vec<serde_json::Value> =
             json_lines(&rows).lines().map(|l| serde_json::from_str(l).unwrap()).collect();

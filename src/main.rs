@@ -176,7 +176,10 @@ async fn sessions(args: cli::SessionsArgs) -> Exit {
     };
     let rows = match &store {
         Some(store) => match cli::sessions::newest(store, cwd.as_deref(), args.limit).await {
-            Ok(rows) => rows,
+            Ok(rows) => match cli::sessions::with_children(store, rows).await {
+                Ok(listed) => listed,
+                Err(e) => return fail(Exit::Failed, &e.to_string()),
+            },
             Err(e) => return fail(Exit::Failed, &e.to_string()),
         },
         None => Vec::new(),

@@ -131,6 +131,8 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
                 .meta(tinycode),
             )
         }
+        // Counted by the renderer, which knows the session's context figures.
+        AgentEvent::SubagentUsage { .. } | AgentEvent::TokensSpent { .. } => return Vec::new(),
         AgentEvent::Lifted { parent_call_id, event } => {
             return update(*event).into_iter().map(|u| lifted(u, &parent_call_id)).collect();
         }

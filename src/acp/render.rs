@@ -71,6 +71,10 @@ pub struct Renderer {
     /// Calls whose card shows a diff, with a fingerprint of that content: a result showing the same content
     /// leaves it out, so a file's diff crosses the wire once.
     diffs: HashMap<String, u64>,
+    /// The session's context figures as last reported (`used`, `size`), resent when a subagent spends tokens.
+    context: Option<(u64, u64)>,
+    /// Tokens this session's subagents spent, shown with every usage update as `_meta.tinycode.subagentTokens`.
+    subagent_tokens: u64,
 }
 
 /// A fingerprint of content that holds a diff (other content is cheap to resend and not tracked).
@@ -93,6 +97,8 @@ impl Renderer {
             cwd,
             executing: HashMap::new(),
             diffs: HashMap::new(),
+            context: None,
+            subagent_tokens: 0,
         }
     }
 
@@ -102,8 +108,27 @@ impl Renderer {
         self
     }
 
+    /// The usage update: the context meter stays this session's own context (a subagent's tokens are not in
+    /// it), and the tokens its subagents spent so far ride along in `_meta`.
+    fn usage(&mut self, event: &AgentEvent) -> Option<Vec<acp::SessionUpdate>> {
+        match event {
+            AgentEvent::Usage { used, size } => self.context = Some((*used, *size)),
+            AgentEvent::SubagentUsage { tokens } => self.subagent_tokens += tokens,
+            _ => return None,
+        }
+        let Some((used, size)) = self.context else { return Some(Vec::new()) };
+        let mut update = acp::UsageUpdate::new(used, size);
+        if self.subagent_tokens > 0 {
+            update = update.meta(meta("tinycode", json!({"subagentTokens": self.subagent_tokens})));
+        }
+        Some(vec![acp::SessionUpdate::UsageUpdate(update)])
+    }
+
     /// The updates for one event.
     pub fn render(&mut self, event: AgentEvent) -> Vec<acp::SessionUpdate> {
+        if let Some(updates) = self.usage(&event) {
+            return updates;
+        }
         if let AgentEvent::Compaction { compaction_id, status, summary } = &event
             && self.compaction_updates
         {

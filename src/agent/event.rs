@@ -70,6 +70,11 @@ pub enum AgentEvent {
         depth: u32,
         lines: Vec<String>,
     },
+    /// Tokens (input plus output) one model response of this session spent, as its provider reported them.
+    TokensSpent { tokens: u64 },
+    /// Tokens a subagent (or one of its own) spent on one model response: not in this session's context, but
+    /// part of what this session costs, so the editor's usage display counts them as they happen.
+    SubagentUsage { tokens: u64 },
     /// A subagent's tool call shown at the top level of this session (its edits, commands and permission asks,
     /// so they can be reviewed and answered); `parent_call_id` is the `task` call that started the subagent.
     Lifted { parent_call_id: String, event: Box<AgentEvent> },

@@ -123,6 +123,40 @@ impl Journal {
         self.write("tool", vec![part("tool_result", data)]);
     }
 
+    /// A subagent's call shown at the top level of this session (`call_id` is its lifted id), under the `task`
+    /// call `parent_call_id`.
+    pub fn lifted_started(
+        &self,
+        parent_call_id: &str,
+        call_id: &str,
+        tool: &str,
+        presentation: &Presentation,
+        raw_input: &Value,
+    ) {
+        let data = json!({"parentCallId": parent_call_id, "uiId": call_id, "tool": tool, "presentation": presentation, "rawInput": raw_input});
+        self.write("lifted", vec![part("lifted_start", data)]);
+    }
+
+    /// The presentation a slow preview produced for a lifted call.
+    pub fn lifted_revised(&self, parent_call_id: &str, call_id: &str, presentation: &Presentation) {
+        let data = json!({"parentCallId": parent_call_id, "uiId": call_id, "presentation": presentation});
+        self.write("lifted", vec![part("lifted_revise", data)]);
+    }
+
+    /// How a lifted call ended (`event` is its `ToolCallFinished`).
+    pub fn lifted_finished(&self, parent_call_id: &str, event: &AgentEvent) {
+        let AgentEvent::ToolCallFinished { call_id, status, output, display, locations, raw_output } = event
+        else {
+            return;
+        };
+        let data = json!({
+            "parentCallId": parent_call_id, "uiId": call_id, "content": output,
+            "failed": *status == ToolStatus::Failed, "display": display, "locations": locations,
+            "rawOutput": raw_output,
+        });
+        self.write("lifted", vec![part("lifted_result", data)]);
+    }
+
     /// One response's token usage.
     pub fn usage(&self, model: &str, usage: &crate::llm::Usage) {
         self.usage_via(model, usage, None);
@@ -280,7 +314,7 @@ fn replay_display(display: Vec<Content>) -> Vec<Content> {
 pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
     let mut events = Vec::new();
     let mut finished: HashMap<String, bool> = HashMap::new();
-    let mut started: Vec<String> = Vec::new();
+    let mut started: Vec<(String, Option<String>)> = Vec::new();
     for message in messages {
         for (kind, data) in &message.parts {
             match kind.as_str() {
@@ -297,38 +331,47 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                     message_id: text_of(data, "messageId"),
                     text: text_of(data, "text"),
                 }),
-                "tool_start" => {
+                "tool_start" | "lifted_start" => {
                     let ui_id = text_of(data, "uiId");
-                    started.push(ui_id.clone());
-                    events.push(AgentEvent::ToolCallStarted {
+                    started.push((ui_id.clone(), lifted_under(kind, data)));
+                    let event = AgentEvent::ToolCallStarted {
                         call_id: ui_id,
                         tool: text_of(data, "tool"),
                         presentation: serde_json::from_value(data["presentation"].clone())
                             .unwrap_or_default(),
                         raw_input: data["rawInput"].clone(),
-                    });
+                    };
+                    events.push(lifted(lifted_under(kind, data), event));
                 }
-                "tool_revise" => events.push(AgentEvent::ToolCallRevised {
-                    call_id: text_of(data, "uiId"),
-                    presentation: serde_json::from_value(data["presentation"].clone()).unwrap_or_default(),
-                }),
-                "tool_result" => {
+                "tool_revise" | "lifted_revise" => {
+                    let event = AgentEvent::ToolCallRevised {
+                        call_id: text_of(data, "uiId"),
+                        presentation: serde_json::from_value(data["presentation"].clone())
+                            .unwrap_or_default(),
+                    };
+                    events.push(lifted(lifted_under(kind, data), event));
+                }
+                "tool_result" | "lifted_result" => {
                     let ui_id = text_of(data, "uiId");
                     finished.insert(ui_id.clone(), true);
                     let display: Vec<Content> =
                         serde_json::from_value(data["display"].clone()).unwrap_or_default();
-                    events.push(AgentEvent::ToolCallFinished {
-                        call_id: ui_id,
-                        status: if data["failed"] == true {
-                            ToolStatus::Failed
-                        } else {
-                            ToolStatus::Completed
+                    let under = lifted_under(kind, data);
+                    events.push(lifted(
+                        under,
+                        AgentEvent::ToolCallFinished {
+                            call_id: ui_id,
+                            status: if data["failed"] == true {
+                                ToolStatus::Failed
+                            } else {
+                                ToolStatus::Completed
+                            },
+                            output: trim_for_replay(&text_of(data, "content")),
+                            display: replay_display(display),
+                            locations: serde_json::from_value(data["locations"].clone()).unwrap_or_default(),
+                            raw_output: data["rawOutput"].clone(),
                         },
-                        output: trim_for_replay(&text_of(data, "content")),
-                        display: replay_display(display),
-                        locations: serde_json::from_value(data["locations"].clone()).unwrap_or_default(),
-                        raw_output: data["rawOutput"].clone(),
-                    });
+                    ));
                 }
                 "summary" => events.push(AgentEvent::Compaction {
                     compaction_id: format!("compaction_{}", events.len()),
@@ -341,17 +384,33 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
         }
     }
     // Calls that never finished (the process died) are shown as failed.
-    for ui_id in started.into_iter().filter(|id| !finished.contains_key(id)) {
-        events.push(AgentEvent::ToolCallFinished {
-            call_id: ui_id,
-            status: ToolStatus::Failed,
-            output: "Interrupted: tinycode stopped before this tool call finished.".into(),
-            display: Vec::new(),
-            locations: Vec::new(),
-            raw_output: Value::Null,
-        });
+    for (ui_id, under) in started.into_iter().filter(|(id, _)| !finished.contains_key(id)) {
+        events.push(lifted(
+            under,
+            AgentEvent::ToolCallFinished {
+                call_id: ui_id,
+                status: ToolStatus::Failed,
+                output: "Interrupted: tinycode stopped before this tool call finished.".into(),
+                display: Vec::new(),
+                locations: Vec::new(),
+                raw_output: Value::Null,
+            },
+        ));
     }
     events
+}
+
+/// The `task` call a stored lifted part belongs to (`None` for this session's own calls).
+fn lifted_under(kind: &str, data: &Value) -> Option<String> {
+    kind.starts_with("lifted_").then(|| text_of(data, "parentCallId"))
+}
+
+/// `event` as shown: at the top level, tagged with its `task` call when a subagent made it.
+fn lifted(under: Option<String>, event: AgentEvent) -> AgentEvent {
+    match under {
+        Some(parent_call_id) => AgentEvent::Lifted { parent_call_id, event: Box::new(event) },
+        None => event,
+    }
 }
 
 #[cfg(test)]
@@ -519,6 +578,59 @@ mod tests {
                     "(a 600 KB change to /w/big.txt is not shown when reopening the conversation)".into()
                 ),
                 small
+            ]
+        );
+    }
+
+    #[test]
+    fn lifted_calls_replay_tagged_with_their_task_call_and_one_left_unfinished_shows_as_failed() {
+        let presentation =
+            json!(Presentation { title: "[general] Create a.txt".into(), ..Presentation::default() });
+        let lifted_start = |id: &str| {
+            let data = json!({"parentCallId": "t1", "uiId": id, "tool": "write", "presentation": presentation, "rawInput": {}});
+            stored("lifted", vec![part("lifted_start", data)])
+        };
+        let lifted_result = json!({"parentCallId": "t1", "uiId": "sess_c/w1", "content": "ok", "failed": false,
+            "display": [], "locations": [], "rawOutput": null});
+        let messages = vec![
+            user("one"),
+            calls(&["t1"]),
+            started("t1"),
+            lifted_start("sess_c/w1"),
+            stored("lifted", vec![part("lifted_result", lifted_result)]),
+            lifted_start("sess_c/w2"),
+            result("t1", "done"),
+        ];
+        let (history, shown) = rebuild(&messages);
+        assert_eq!(history.messages().len(), 3, "lifted calls are not the model's");
+        assert_eq!(shown, HashSet::from(["t1".to_string()]));
+        let shape: Vec<(Option<String>, String, &str)> = replay(&messages)
+            .into_iter()
+            .filter_map(|e| {
+                let (under, inner) = match e {
+                    AgentEvent::Lifted { parent_call_id, event } => (Some(parent_call_id), *event),
+                    other => (None, other),
+                };
+                match inner {
+                    AgentEvent::ToolCallStarted { call_id, .. } => Some((under, call_id, "started")),
+                    AgentEvent::ToolCallFinished { call_id, status: ToolStatus::Completed, .. } => {
+                        Some((under, call_id, "completed"))
+                    }
+                    AgentEvent::ToolCallFinished { call_id, .. } => Some((under, call_id, "failed")),
+                    _ => None,
+                }
+            })
+            .collect();
+        let t1 = Some("t1".to_string());
+        assert_eq!(
+            shape,
+            vec![
+                (None, "t1".into(), "started"),
+                (t1.clone(), "sess_c/w1".into(), "started"),
+                (t1.clone(), "sess_c/w1".into(), "completed"),
+                (t1.clone(), "sess_c/w2".into(), "started"),
+                (None, "t1".into(), "completed"),
+                (t1, "sess_c/w2".into(), "failed"),
             ]
         );
     }

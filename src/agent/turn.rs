@@ -561,6 +561,7 @@ impl Turn<'_> {
                 for ancestor in &self.usage_also {
                     ancestor.usage_via(&self.model_name, &usage, Some(self.session_id));
                 }
+                self.sink.emit(AgentEvent::TokensSpent { tokens: usage.input_tokens + usage.output_tokens });
                 usage.input_tokens + usage.output_tokens
             }
             None => compaction::request_tokens(request) + compaction::estimate_tokens(response.text.len()),

@@ -81,6 +81,11 @@ pub fn entries(messages: &[StoredMessage]) -> Vec<Entry> {
     let mut started: std::collections::HashMap<String, (String, String, Value)> = Default::default();
     let mut last_id = None;
     for event in crate::agent::journal::replay(messages) {
+        // A subagent's edits and commands are part of the conversation as the user saw it.
+        let event = match event {
+            AgentEvent::Lifted { event, .. } => *event,
+            other => other,
+        };
         match event {
             AgentEvent::UserMessage { blocks, .. } => {
                 last_id = None;

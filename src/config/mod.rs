@@ -7,6 +7,7 @@
 //! Owns the file format and the precedence rule. Reads files only; must not open network connections.
 //! Callers pass the environment in explicitly ([`Sources`]) so tests never see the developer's variables.
 
+pub mod agents;
 pub mod git;
 pub mod models;
 pub mod providers;
@@ -203,6 +204,8 @@ pub struct Config {
     pub mcp_call_timeout: Duration,
     /// Extra instruction files (`instructions = [...]`), absolute: the user's first, then the project's.
     pub instructions: Vec<PathBuf>,
+    /// Subagents from `[agents.NAME]` tables (the user's, then a trusted project's under other names).
+    pub agents: BTreeMap<String, agents::AgentConfig>,
 }
 
 impl Config {
@@ -362,6 +365,7 @@ struct Layer {
     mcp_startup_timeout_ms: Option<u64>,
     mcp_call_timeout_ms: Option<u64>,
     instructions: Option<Vec<String>>,
+    agents: Option<BTreeMap<String, agents::AgentConfig>>,
     /// USER FILE ONLY: read by `web::WebSettings`; parsed here so typos fail, dropped from a project's file.
     webfetch: Option<web::WebfetchSection>,
     /// USER FILE ONLY: as `webfetch`.
@@ -502,6 +506,8 @@ impl Layer {
                 (Some(high), Some(low)) => Some([low, high].concat()),
                 (a, b) => a.or(b),
             },
+            // The lower (user's) table of a name wins: a project's agent never replaces the user's.
+            agents: merge_maps(lower.agents, self.agents),
             webfetch: self.webfetch.or(lower.webfetch),
             websearch: self.websearch.or(lower.websearch),
             shell: match (self.shell, lower.shell) {
@@ -779,6 +785,7 @@ impl Config {
             mcp_startup_timeout: Duration::from_millis(layer.mcp_startup_timeout_ms.unwrap_or(10_000)),
             mcp_call_timeout: Duration::from_millis(layer.mcp_call_timeout_ms.unwrap_or(120_000)),
             instructions: layer.instructions.unwrap_or_default().into_iter().map(PathBuf::from).collect(),
+            agents: layer.agents.unwrap_or_default(),
             max_diff_bytes: layer.max_diff_bytes.unwrap_or(crate::workspace::files::DEFAULT_DIFF_LIMIT),
             edit_mode: layer.edit_mode.unwrap_or_default(),
             tool_descriptions: layer.tool_descriptions,

@@ -57,6 +57,7 @@ pub const GATED: &[(&str, &str)] = &[
         "run these shell lines when you use the project's slash command (each line still asks first)",
     ),
     ("hooks", "run these hooks"),
+    ("agents", "define subagents: their prompts (text from the repository) and the models they use"),
     (
         "instructions",
         "load these files from outside the project into the prompt (the model may send them on)",

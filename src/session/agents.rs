@@ -1,7 +1,12 @@
-//! Subagent definitions: the built-in `general`, `explore` and `plan`, and custom agents from Markdown files
+//! Subagent definitions: the built-in `general`, `explore` and `plan`, custom agents from Markdown files
 //! with a front matter (`name`, `description`, `tools`, `model`, `mode`; the body is the agent's prompt) in the
-//! user's `~/.config/tinycode/agents/*.md` and the project's `.tinycode/agents/*.md`. And what a child may do:
-//! its tools and mode are always *narrowed* from its parent's, never widened.
+//! user's `~/.config/tinycode/agents/*.md` and the project's `.tinycode/agents/*.md`, and `[agents.NAME]` tables
+//! of the config files (`config::agents`: the user's, and a project's only once it is trusted). And what a child
+//! may do: its tools and mode are always *narrowed* from its parent's, never widened.
+//!
+//! The agent files are listed once per session, off the async runtime ([`discover`] is blocking: call it from
+//! `spawn_blocking`); the config's agents are joined to them whenever the list is needed ([`all`]), so trusting a
+//! project mid-session offers its agents from the next `task` call on.
 //!
 //! A project's agent files arrive with the repository, so they are treated like the project's other settings
 //! that need trust (`config::trust`): they may narrow what a subagent does (fewer tools, a stricter mode), but
@@ -11,9 +16,11 @@
 //!
 //! Owns agent discovery and the narrowing rules. Reads only capped regular files; must not run anything.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::settings::Mode;
+use crate::config::agents::AgentConfig;
 use crate::tool::subagent::MAX_SUBAGENT_DEPTH;
 
 const SUBAGENT: &str = include_str!("prompts/subagent.md");
@@ -51,6 +58,8 @@ const REDIRECTING_KEYS: [&str; 3] = ["base_url", "api_key", "provider"];
 pub enum Origin {
     BuiltIn,
     User,
+    /// A `[agents.NAME]` table of the user's config or of a trusted project's.
+    Config,
     Project,
 }
 
@@ -146,24 +155,66 @@ pub fn instructions(agent: &AgentDef) -> String {
     format!("{}\n\n{}", SUBAGENT.trim(), agent.prompt)
 }
 
-/// All agents for a session rooted at `cwd`: built-ins, then the user's, then the project's (a later one never
-/// replaces an earlier one with the same name).
-pub fn discover(user_config_home: Option<&Path>, cwd: &Path) -> Vec<AgentDef> {
+/// The agents of the Markdown files a session rooted at `cwd` may use: the user's, then the project's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Files {
+    pub user: Vec<AgentDef>,
+    pub project: Vec<AgentDef>,
+}
+
+/// List and read the agent files (blocking: directory listings and file reads).
+pub fn discover(user_config_home: Option<&Path>, cwd: &Path) -> Files {
+    Files {
+        user: user_config_home
+            .map(|home| read_dir(&home.join("tinycode").join("agents"), Origin::User))
+            .unwrap_or_default(),
+        project: read_dir(&cwd.join(".tinycode").join("agents"), Origin::Project),
+    }
+}
+
+/// All agents a session may start: built-ins, the user's files, the config's tables, then the project's files (a
+/// later one never replaces an earlier one with the same name).
+pub fn all(files: &Files, config: &BTreeMap<String, AgentConfig>) -> Vec<AgentDef> {
     let mut agents = builtins();
-    let dirs = [
-        user_config_home.map(|home| (home.join("tinycode").join("agents"), Origin::User)),
-        Some((cwd.join(".tinycode").join("agents"), Origin::Project)),
-    ];
-    for (dir, origin) in dirs.into_iter().flatten() {
-        for agent in read_dir(&dir, origin) {
-            if agents.iter().any(|a| a.name == agent.name) {
-                tracing::warn!(agent = %agent.name, dir = %dir.display(), "an agent with this name exists already; ignored");
-                continue;
-            }
-            agents.push(agent);
+    let configured = config.iter().filter_map(|(name, table)| match from_config(name, table) {
+        Ok(agent) => Some(agent),
+        Err(why) => {
+            tracing::warn!(agent = %name, why, "[agents] table ignored");
+            None
         }
+    });
+    let found = files.user.iter().cloned().chain(configured).chain(files.project.iter().cloned());
+    for agent in found {
+        if agents.iter().any(|a| a.name == agent.name) {
+            tracing::warn!(agent = %agent.name, "an agent with this name exists already; ignored");
+            continue;
+        }
+        agents.push(agent);
     }
     agents
+}
+
+/// An `[agents.NAME]` table as an agent.
+pub fn from_config(name: &str, table: &AgentConfig) -> Result<AgentDef, String> {
+    if !valid_name(name) {
+        return Err(format!("`{name}` is not a valid agent name (a-z, 0-9, `-`, `_`)"));
+    }
+    if table.description.trim().is_empty() {
+        return Err("it has no `description`".into());
+    }
+    let mode = match table.mode.as_deref() {
+        None => None,
+        Some(value) => Some(Mode::parse(value).ok_or_else(|| format!("unknown mode `{value}`"))?),
+    };
+    Ok(AgentDef {
+        name: name.to_string(),
+        description: table.description.trim().to_string(),
+        tools: table.tools.clone(),
+        model: table.model.clone().filter(|m| !m.trim().is_empty()),
+        mode,
+        prompt: table.prompt.trim().to_string(),
+        origin: Origin::Config,
+    })
 }
 
 fn read_dir(dir: &Path, origin: Origin) -> Vec<AgentDef> {
@@ -331,10 +382,53 @@ mod tests {
         std::fs::write(project_dir.join("explore.md"), "---\ndescription: wider\ntools: bash\n---\np")
             .unwrap();
         std::fs::write(project_dir.join("helper.md"), "---\ndescription: helps\n---\nh").unwrap();
-        let agents = discover(Some(home.path()), project.path());
+        let agents = all(&discover(Some(home.path()), project.path()), &BTreeMap::new());
         let summary: Vec<(String, String)> =
             agents.iter().map(|a| (a.name.clone(), a.description.clone())).collect();
         assert_eq!(summary[3..], [("mine".into(), "user's".into()), ("helper".into(), "helps".into())]);
         assert_eq!(agents[1].tools.as_deref(), Some(&EXPLORE_TOOLS.map(String::from)[..]));
+    }
+
+    #[test]
+    fn config_agents_join_after_the_user_files_and_before_the_project_files() {
+        let table = |description: &str, mode: Option<&str>| AgentConfig {
+            description: description.into(),
+            prompt: " Review. ".into(),
+            model: Some("big".into()),
+            tools: Some(vec!["read".into()]),
+            mode: mode.map(String::from),
+        };
+        let files = Files {
+            user: vec![parse("---\ndescription: user file\n---\nu", "mine", Origin::User).unwrap()],
+            project: vec![
+                parse("---\ndescription: project file\n---\np", "reviewer", Origin::Project).unwrap(),
+                parse("---\ndescription: helps\n---\nh", "helper", Origin::Project).unwrap(),
+            ],
+        };
+        let config = BTreeMap::from([
+            ("reviewer".to_string(), table("Reviews diffs", Some("plan"))),
+            ("mine".to_string(), table("shadowed", None)),
+            ("Bad Name".to_string(), table("bad", None)),
+            ("odd".to_string(), table("odd mode", Some("turbo"))),
+        ]);
+        let agents = all(&files, &config);
+        let names: Vec<(&str, Origin)> = agents.iter().map(|a| (a.name.as_str(), a.origin)).collect();
+        assert_eq!(
+            names[3..],
+            [("mine", Origin::User), ("reviewer", Origin::Config), ("helper", Origin::Project)]
+        );
+        assert_eq!(
+            agents[4],
+            AgentDef {
+                name: "reviewer".into(),
+                description: "Reviews diffs".into(),
+                tools: Some(vec!["read".into()]),
+                model: Some("big".into()),
+                mode: Some(Mode::Plan),
+                prompt: "Review.".into(),
+                origin: Origin::Config,
+            }
+        );
+        assert_eq!(from_config("odd", &config["odd"]).unwrap_err(), "unknown mode `turbo`");
     }
 }

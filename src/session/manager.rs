@@ -234,6 +234,16 @@ impl Manager {
         let store =
             self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
         let mode = Mode::parse(&row.mode).unwrap_or(Mode::Build);
+        // Listing and reading agent files is blocking file I/O: never on the async runtime.
+        let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
+        let agent_files =
+            tokio::task::spawn_blocking(move || super::agents::discover(home.as_deref(), &root))
+                .await
+                .map(Arc::new)
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "the agent files could not be read");
+                    Arc::default()
+                });
         let settings = Settings {
             mode,
             model: row.model.clone().unwrap_or_else(|| config.model.clone()),
@@ -310,7 +320,7 @@ impl Manager {
             depth: 0,
             ancestors: Vec::new(),
             instructions: None,
-            agents: Arc::new(super::agents::discover(self.sources.user_config_home.as_deref(), &cwd)),
+            agent_files,
             children: Arc::default(),
             subagents: std::sync::OnceLock::new(),
         });
@@ -405,6 +415,11 @@ impl Manager {
         if replay {
             if let Some(todos) = &todos {
                 events.push(AgentEvent::Plan { items: todos.clone() });
+            }
+            // The subagents' tokens first: they ride along with the one usage update the context figures make.
+            let spent = store.subagent_tokens(id).await?;
+            if spent > 0 {
+                events.push(AgentEvent::SubagentUsage { tokens: spent });
             }
             if let Some(used) = store.last_usage(id).await? {
                 let model = row.model.clone().unwrap_or_else(|| config.model.clone());

@@ -173,8 +173,8 @@ pub struct Session {
     ancestors: Vec<String>,
     /// A subagent's own instructions, added to its system prompt.
     instructions: Option<String>,
-    /// The agents this session's `task` calls may start.
-    agents: Arc<Vec<agents::AgentDef>>,
+    /// The agent files this session's `task` calls may start (with the config's agents, see `agents()`).
+    agent_files: Arc<agents::Files>,
     /// The subagents this session started.
     children: Arc<subagents::Children>,
     /// Runs this session's `task` calls (set once the session is shared).

@@ -150,7 +150,7 @@ impl Subagents for Handle {
     }
 
     fn catalogue(&self) -> String {
-        self.session.upgrade().map(|s| agents::catalogue(&s.agents)).unwrap_or_default()
+        self.session.upgrade().map(|s| agents::catalogue(&s.agents())).unwrap_or_default()
     }
 
     fn take_notes(&self) -> Vec<String> {
@@ -177,10 +177,16 @@ impl Session {
         let _ = self.subagents.set(Arc::new(Handle { session: Arc::downgrade(self) }));
     }
 
+    /// Every agent this session may start now: its agent files and its configuration's tables.
+    fn agents(&self) -> Vec<AgentDef> {
+        agents::all(&self.agent_files, &self.config().agents)
+    }
+
     fn agent_named(&self, name: Option<&str>) -> Result<AgentDef, ToolError> {
         let name = name.unwrap_or("general");
-        self.agents.iter().find(|a| a.name == name).cloned().ok_or_else(|| {
-            let names: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
+        let agents = self.agents();
+        agents.iter().find(|a| a.name == name).cloned().ok_or_else(|| {
+            let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
             ToolError::retry(format!("Unknown subagent_type `{name}`. Available: {}.", names.join(", ")))
         })
     }
@@ -356,7 +362,15 @@ impl Session {
         let config = self.config();
         let settings = self.child_settings(agent);
         let title = format!("{description} (@{} subagent)", agent.name);
-        let relay = Arc::new(Relay::new(&id, &agent.name, depth, self.perms.approver()));
+        // What a child of the top-level session lifts (its own calls and its subagents') is kept in that
+        // session's journal, so loading it shows those calls again.
+        let journal = match &self.store {
+            Some(store) if self.depth == 0 => {
+                Some(crate::agent::journal::Journal::new(store.clone(), &self.id))
+            }
+            _ => None,
+        };
+        let relay = Relay::new(&id, &agent.name, depth, self.perms.approver(), journal);
         let perms = permission::Service::new(
             settings.mode.id(),
             self.perms.remembered().clone(),
@@ -403,7 +417,7 @@ impl Session {
             depth,
             ancestors: std::iter::once(self.id.clone()).chain(self.ancestors.iter().cloned()).collect(),
             instructions: Some(agents::instructions(agent)),
-            agents: self.agents.clone(),
+            agent_files: self.agent_files.clone(),
             children: Arc::default(),
             subagents: std::sync::OnceLock::new(),
             // The child uses its parent's MCP tools (those its agent may) and has no servers or commands of its

@@ -142,6 +142,20 @@ impl Store {
         .await
     }
 
+    /// The tokens (input plus output) the subagents of a session spent, its subagents' subagents included.
+    pub async fn subagent_tokens(&self, session: &str) -> Result<u64, StoreError> {
+        let session = session.to_string();
+        self.call(move |c| {
+            c.query_row(
+                "SELECT COALESCE(SUM(input_tokens + output_tokens), 0) FROM usage WHERE session_id = ?1 AND via IS NOT NULL",
+                [session],
+                |r| r.get::<_, i64>(0),
+            )
+            .map(|n| n.max(0) as u64)
+        })
+        .await
+    }
+
     /// Record one model response's token usage.
     pub async fn record_usage(
         &self,

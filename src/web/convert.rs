@@ -9,7 +9,7 @@
 
 use std::borrow::Cow;
 
-use dom_query::{Document, NodeRef, Selection};
+use dom_query::{Document, NodeData, NodeRef, Selection};
 use dom_smoothie::{Readability, TextMode};
 use url::Url;
 
@@ -214,9 +214,24 @@ fn marked_main(document: &Document) -> Option<NodeRef<'_>> {
     ["article", "main, [role=main]"].into_iter().find_map(|selector| {
         let found = document.select(selector).nodes().to_vec();
         match found.as_slice() {
-            [only] if only.normalized_char_count() > 1 => Some(*only),
+            [only] if has_text(only) => Some(*only),
             _ => None,
         }
+    })
+}
+
+/// Does `node` hold at least two characters that are not whitespace? Stops at the first text that has them,
+/// instead of counting a megabyte article's text.
+fn has_text(node: &NodeRef<'_>) -> bool {
+    let mut seen = 0;
+    node.descendants_it().any(|n| {
+        n.query_or(false, |tree_node| match &tree_node.data {
+            NodeData::Text { contents } => {
+                seen += contents.chars().filter(|c| !c.is_whitespace()).take(2).count();
+                seen > 1
+            }
+            _ => false,
+        })
     })
 }
 
@@ -235,13 +250,14 @@ fn readable(document: Document, url: &Url, format: Format) -> Option<dom_smoothi
 
 /// Links and images relative to the page become absolute, so the model can fetch them.
 fn absolute_links(node: &NodeRef<'_>, url: &Url) {
-    for (selector, attribute) in [("a[href]", "href"), ("img[src]", "src")] {
-        for element in Selection::from(*node).select(selector).nodes() {
-            if let Some(target) = element.attr(attribute)
-                && let Ok(absolute) = url.join(target.trim())
-            {
-                element.set_attr(attribute, absolute.as_str());
-            }
+    // One walk for both kinds; a link that is already what it would become is left alone.
+    for element in Selection::from(*node).select("a[href], img[src]").nodes() {
+        let attribute = if element.has_name("a") { "href" } else { "src" };
+        if let Some(target) = element.attr(attribute)
+            && let Ok(absolute) = url.join(target.trim())
+            && absolute.as_str() != &*target
+        {
+            element.set_attr(attribute, absolute.as_str());
         }
     }
 }

@@ -9,8 +9,11 @@ use serde_json::{Value, json};
 
 use super::shell::{gone_within, pid_from};
 use super::turn::{finished, stop, tool_result};
-use crate::support::client::{Answer, Harness};
-use crate::support::fake_model::{Reply, answer, calls};
+use agent_client_protocol::v1::schema as acp;
+use tinycode::acp::trust::NOT_NOW;
+
+use crate::support::client::{Answer, Harness, Setup};
+use crate::support::fake_model::{self as fm, Reply, answer, calls};
 
 fn task(id: &str, args: Value) -> Reply {
     calls(&[(id, "task", &args.to_string())])
@@ -101,17 +104,20 @@ async fn explore_refuses_a_write_and_its_progress_fills_the_parent_card_with_the
             "task_id: {child} (pass it as `task_id` to continue this task)\n\n<task_result>\nThe notes say forty-two.\n</task_result>"
         )
     );
-    assert_eq!(
-        progress(&updates, "t1"),
-        vec![
-            "`explore` · 0 tool calls".to_string(),
-            "`explore` · 1 tool call\n… Read notes.txt".into(),
-            "`explore` · 1 tool call\n✓ Read notes.txt".into(),
-            "`explore` · 2 tool calls\n✓ Read notes.txt\n… Unknown tool `write`".into(),
-            "`explore` · 2 tool calls\n✓ Read notes.txt\n✗ Unknown tool `write`".into(),
-            "`explore` · 2 tool calls\n✓ Read notes.txt\n✗ Unknown tool `write`\n✓ finished".into(),
-        ]
-    );
+    // The card is throttled: some intermediate states may be skipped, never the first, the order or the last.
+    let every_state: Vec<String> = vec![
+        "`explore` · 0 tool calls".to_string(),
+        "`explore` · 1 tool call\n… Read notes.txt".into(),
+        "`explore` · 1 tool call\n✓ Read notes.txt".into(),
+        "`explore` · 2 tool calls\n✓ Read notes.txt\n… Unknown tool `write`".into(),
+        "`explore` · 2 tool calls\n✓ Read notes.txt\n✗ Unknown tool `write`".into(),
+        "`explore` · 2 tool calls\n✓ Read notes.txt\n✗ Unknown tool `write`\n✓ finished".into(),
+    ];
+    let shown = progress(&updates, "t1");
+    assert_eq!(shown.first(), every_state.first());
+    assert_eq!(shown.last(), every_state.last());
+    let mut rest = every_state.iter();
+    assert!(shown.iter().all(|s| rest.any(|e| e == s)), "{shown:#?} is not in order");
     let done = finished(&updates, "t1");
     assert_eq!(done["status"], "completed");
     assert_eq!(done["content"][1]["content"]["text"], "The notes say forty-two.");
@@ -317,5 +323,147 @@ async fn a_project_agent_only_narrows_its_tools_and_cannot_loosen_the_mode_nor_p
     assert_eq!(asks.len(), 2, "yolo from a project file does not skip the ask");
     assert_eq!(asks[1]["toolCall"]["title"], "[helper] Create made.txt");
     assert!(!target.exists());
+    h.model.assert_done();
+}
+
+/// The state the editor ends up showing for call `id`: every field of its updates, later ones replacing earlier.
+fn final_state(updates: &[Value], id: &str) -> serde_json::Map<String, Value> {
+    let mut state = serde_json::Map::new();
+    for update in updates.iter().filter(|u| u["toolCallId"] == id) {
+        for (key, value) in update.as_object().unwrap() {
+            if key != "sessionUpdate" {
+                state.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    state
+}
+
+/// The ids of the calls shown, in the order their cards appeared.
+fn cards_in_order(updates: &[Value]) -> Vec<String> {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "tool_call")
+        .map(|u| u["toolCallId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `(used, subagentTokens)` of every usage update.
+fn usage(updates: &[Value]) -> Vec<(Value, Value)> {
+    updates
+        .iter()
+        .filter(|u| u["sessionUpdate"] == "usage_update")
+        .map(|u| (u["used"].clone(), u["_meta"]["tinycode"]["subagentTokens"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn loading_the_parent_replays_the_child_calls_as_shown_live_and_child_tokens_count_as_they_are_spent() {
+    let mut h = Harness::start(vec![]).await;
+    let target = h.cwd.join("made.txt");
+    h.model.script(vec![
+        task("t1", json!({"description": "Make a file", "prompt": "create made.txt"})),
+        Reply::Sse(vec![
+            fm::tool_call(0, "c1", "write", &json!({"file_path": target, "content": "hello\n"}).to_string()),
+            fm::finish("tool_calls"),
+            fm::usage(40, 5),
+        ]),
+        call("c2", "bash", json!({"command": "cat made.txt"})),
+        answer(&["made it"]),
+        answer(&["done"]),
+    ]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce); 3]);
+    let session = h.session().await;
+    h.client.prompt(&session, "delegate a write").await.unwrap();
+    let live = h.client.updates(&session);
+    let child = task_id(&live, "t1");
+    let lifted = [format!("{child}/c1"), format!("{child}/c2")];
+    assert_eq!(cards_in_order(&live), ["t1".to_string(), lifted[0].clone(), lifted[1].clone()]);
+
+    // The parent's context meter stays its own; the tokens the child's responses report (45, none, then 110)
+    // count as they are spent.
+    let shown = usage(&live);
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    let parent_context = shown[0].0.clone();
+    assert_eq!(
+        shown,
+        vec![
+            (parent_context.clone(), Value::Null),
+            (parent_context.clone(), json!(45)),
+            (parent_context, json!(155)),
+            (json!(110), json!(155)),
+        ]
+    );
+    let first_child_tokens = live
+        .iter()
+        .position(|u| u["sessionUpdate"] == "usage_update" && u["_meta"]["tinycode"]["subagentTokens"] == 45)
+        .unwrap();
+    let task_done = live.iter().position(|u| u["toolCallId"] == "t1" && u["status"] == "completed").unwrap();
+    assert!(first_child_tokens < task_done, "the child's tokens count while it works");
+
+    h.restart().await;
+    h.client.call(acp::LoadSessionRequest::new(session.clone(), h.cwd.clone())).await.unwrap();
+    let replayed = h.client.updates(&session);
+    assert_eq!(cards_in_order(&replayed), cards_in_order(&live));
+    for id in &lifted {
+        let shown = final_state(&live, id);
+        assert_eq!(shown["_meta"]["tinycode"]["parentToolCallId"], "t1");
+        assert_eq!(final_state(&replayed, id), shown, "{id}");
+    }
+    let card = |updates: &[Value]| {
+        let mut state = final_state(updates, "t1");
+        state.remove("_meta");
+        state
+    };
+    assert_eq!(card(&replayed), card(&live));
+    assert_eq!(usage(&replayed), vec![(json!(110), json!(155))]);
+    h.model.assert_done();
+}
+
+const REVIEWER: &str = "[agents.reviewer]\ndescription = \"Reviews diffs\"\nprompt = \"Review strictly.\"\n\
+                        tools = [\"read\", \"grep\"]\nmode = \"plan\"\nmodel = \"fake-model-large\"";
+
+fn task_description(h: &Harness) -> String {
+    let tools = h.model.requests()[0].body["tools"].as_array().unwrap().clone();
+    let task = tools.iter().find(|t| t["function"]["name"] == "task").unwrap();
+    task["function"]["description"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn an_untrusted_projects_config_agent_is_not_offered_and_cannot_be_started() {
+    let h = Setup::new(vec![]).config(REVIEWER).start().await;
+    h.model.script(vec![
+        task("t1", json!({"description": "Review", "prompt": "review it", "subagent_type": "reviewer"})),
+        answer(&["ok"]),
+    ]);
+    h.client.answer_permissions(&[Answer::Option(NOT_NOW), Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.wait_log("the trust question", |log| !log.permission_requests.lock().unwrap().is_empty()).await;
+    h.client.prompt(&session, "get a review").await.unwrap();
+    assert!(!task_description(&h).contains("reviewer"), "{}", task_description(&h));
+    assert_eq!(
+        tool_result(&h.model.messages(1), "t1"),
+        "Unknown subagent_type `reviewer`. Available: general, explore, plan."
+    );
+    h.model.assert_done();
+}
+
+#[tokio::test]
+async fn a_trusted_projects_config_agent_runs_with_its_prompt_tools_mode_and_model() {
+    let h = Setup::new(vec![]).config(REVIEWER).trusted().start().await;
+    h.model.script(vec![
+        task("t1", json!({"description": "Review", "prompt": "review it", "subagent_type": "reviewer"})),
+        answer(&["looks fine"]),
+        answer(&["ok"]),
+    ]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "get a review").await.unwrap();
+    assert!(task_description(&h).contains("\n- reviewer: Reviews diffs"), "{}", task_description(&h));
+    assert_eq!(offered(&h, 1), vec!["read", "grep"]);
+    assert_eq!(h.model.requests()[1].body["model"], "fake-model-large");
+    let system = h.model.messages(1)[0]["content"].as_str().unwrap().to_string();
+    assert!(system.contains("You are a subagent") && system.contains("Review strictly."), "{system}");
+    assert!(tool_result(&h.model.messages(2), "t1").contains("<task_result>\nlooks fine\n</task_result>"));
     h.model.assert_done();
 }

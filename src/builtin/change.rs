@@ -67,8 +67,7 @@ pub async fn unchanged_since_preview(
     path: &Path,
     seen: Option<&str>,
 ) -> Result<(), ToolError> {
-    let now = ctx.files.read_text(path).await?;
-    if now.as_deref() == seen {
+    if ctx.files.holds(path, seen).await? {
         return Ok(());
     }
     Err(ToolError::retry(format!(

@@ -223,7 +223,7 @@ async fn same_bytes(path: &Path, expected: &[u8]) -> bool {
         return false;
     }
     let mut file = tokio::fs::File::from_std(file);
-    let mut buf = vec![0u8; 1024 * 1024];
+    let mut buf = vec![0u8; 256 * 1024];
     let mut at = 0;
     loop {
         let n = match file.read(&mut buf).await {

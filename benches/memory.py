@@ -8,7 +8,8 @@ libmimalloc2.0`). A raw ACP client and the fake model of benches/agent.py:
 
 - grep: VmRSS after three `grep` tool runs over a generated 100,000-file tree (target <= 15 MB);
 - prompts: VmRSS after 1,000 prompts in one session, each answered with a short text (target <= 25 MB);
-- replies: VmRSS after each of 8 rounds of a new session whose answer streams 20,000 chunks (~300 KB),
+- replies: VmRSS after each of 8 rounds of a new session whose answer streams 8,000 chunks (~70 KB, under the
+  default output cap),
   closed with `session/close`: first, last and the growth between them (target: flat).
 VmRSS is read while the agent is idle, after the last answer. Prints one table row per allocator.
 """
@@ -25,6 +26,10 @@ ALLOCATORS = [
     ("built-in", {}),
     ("glibc, MALLOC_ARENA_MAX=2", {"MALLOC_ARENA_MAX": "2"}),
     ("glibc, MALLOC_ARENA_MAX=1", {"MALLOC_ARENA_MAX": "1"}),
+    ("glibc, MALLOC_ARENA_MAX=1, fixed mmap threshold 128 KB",
+     {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_THRESHOLD_": "131072"}),
+    ("glibc, MALLOC_ARENA_MAX=2, fixed mmap threshold 128 KB",
+     {"MALLOC_ARENA_MAX": "2", "MALLOC_MMAP_THRESHOLD_": "131072"}),
     ("jemalloc 5.3 (LD_PRELOAD)", {"LD_PRELOAD": f"{LIBS}/libjemalloc.so.2"}),
     ("mimalloc 2.0 (LD_PRELOAD)", {"LD_PRELOAD": f"{LIBS}/libmimalloc.so.2"}),
 ]
@@ -60,7 +65,7 @@ def after_prompts(count=1000):
     return rss
 
 
-def after_replies(rounds=8, chunks=20_000):
+def after_replies(rounds=8, chunks=8_000):
     model = bench.Model()
     seen = []
     with tempfile.TemporaryDirectory() as workdir:

@@ -101,6 +101,12 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
 
 /// Serve one ACP connection with the built-in tools until the client closes it.
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources) -> Result<(), Error> {
+    // Beside the rest of the start-up, not before it: `initialize` needs the model catalogue.
+    if let Err(e) =
+        std::thread::Builder::new().name("tinycode-warm".into()).spawn(crate::llm::catalogue::warm)
+    {
+        tracing::debug!(error = %e, "the model catalogue will be parsed on first use");
+    }
     serve_with(transport, Manager::new(sources)).await
 }
 

@@ -147,6 +147,10 @@ impl Text {
     /// Hash the decoded text and keep its first bytes for the binary check. A UTF-8 sequence cut by the chunk
     /// end waits for the next chunk: decoding then replaces exactly what decoding the whole text would.
     fn decode(&mut self, bytes: &[u8], last: bool) {
+        if self.hash.is_none() && self.binary.is_some() {
+            // Nothing left to decode the whole text for (the window's lines are decoded on their own).
+            return;
+        }
         let joined;
         let all = if self.carry.is_empty() {
             bytes

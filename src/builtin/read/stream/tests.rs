@@ -110,6 +110,11 @@ fn a_text_too_large_to_edit_is_not_hashed() {
         panic!("not text")
     };
     assert_eq!((output.as_str(), hash), ("1\ta\n2\tb\n\n(End of file: 2 lines)", None));
+    // Past the binary check nothing but the window is decoded; the window is still what the whole text gives.
+    let text: String = (0..5_000).map(|i| format!("row é{i}\n")).collect();
+    let ask = Ask { offset: 4_990, limit: 5, chunk: 100, ..ask };
+    let Streamed::Text { output, .. } = window(text.as_bytes(), ask).unwrap() else { panic!("not text") };
+    assert_eq!(output, lines::window(&text, 4_990, 5, truncate::MAX_BYTES, Labels::Numbers).unwrap().0);
 }
 
 #[test]

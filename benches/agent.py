@@ -27,6 +27,8 @@ import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+# Added to the agent's environment (benches/memory.py sets an allocator with it).
+EXTRA_ENV = {}
 
 
 class Model:
@@ -48,6 +50,11 @@ class Model:
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if not self.path.endswith("/chat/completions"):
+                    # Model metadata probes of a loopback server (Ollama's /api/show) take no scripted reply.
+                    self.send_response(404)
+                    self.end_headers()
+                    return
                 chunks = model.replies.pop(0) if model.replies else [say("(script exhausted)")]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
@@ -77,6 +84,7 @@ class Agent:
             "TINYCODE_DATA_DIR": os.path.join(workdir, "data"), "TINYCODE_BASE_URL": model.url,
             "TINYCODE_MODEL": "bench",
         }
+        env.update(EXTRA_ENV)
         self.proc = subprocess.Popen([BINARY, "acp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, bufsize=0, cwd=workdir)
         self.next_id = 0

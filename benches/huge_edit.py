@@ -57,7 +57,8 @@ def serve(listener, replies):
             length = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")), 0)
             while len(rest) < length:
                 rest += conn.recv(1 << 20)
-            if not head.startswith(b"POST"):
+            # Only model requests take a scripted reply (not GET /models, nor Ollama's POST /api/show).
+            if not head.startswith(b"POST") or b"/chat/completions" not in head.split(b"\r\n", 1)[0]:
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: close\r\n\r\n{\"data\":[]}")
                 continue
             body = replies.pop(0) if replies else sse({"content": "done"}, "stop")
@@ -73,6 +74,11 @@ def cpu_seconds(pid):
 def hwm_mb(pid):
     with open(f"/proc/{pid}/status") as status:
         return next(int(l.split()[1]) for l in status if l.startswith("VmHWM:")) / 1024
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(l.split()[1]) for l in status if l.startswith("VmRSS:")) / 1024
 
 
 def db_bytes(data):
@@ -135,6 +141,7 @@ def run(binary, workdir):
     send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": workdir, "mcpServers": []}})
     session = until(2)["result"]["sessionId"]
     db_before, traffic_before, cpu0 = db_bytes(data), traffic[0], cpu_seconds(proc.pid)
+    rss_before = rss_mb(proc.pid)
     send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
           "params": {"sessionId": session, "prompt": [{"type": "text", "text": "bump the marker"}]}})
     until(3)
@@ -144,7 +151,8 @@ def run(binary, workdir):
     listener.close()
     with open(path) as f:
         assert "let unique_marker = 43;" in f.read()
-    return marks["end"] - marks["start"], cpu, traffic[0] - traffic_before, hwm, db_bytes(data) - db_before, python_edit(path)
+    return (marks["end"] - marks["start"], cpu, traffic[0] - traffic_before, hwm, db_bytes(data) - db_before,
+            python_edit(path), rss_before)
 
 
 def main():
@@ -156,10 +164,11 @@ def main():
         print(f"load average: {load.read().split()[0]}")
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory() as workdir:
-            edit, cpu, traffic, hwm, db, python = run(args.binary, workdir)
+            edit, cpu, traffic, hwm, db, python, before = run(args.binary, workdir)
         print(f"10 MB edit: {edit * 1000:.1f} ms tool_call->completed (python read+replace+write {python * 1000:.1f} ms, "
               f"ratio {edit / python:.1f}x; target <= 60 ms), prompt CPU {cpu * 1000:.0f} ms (read + edit), "
-              f"ACP traffic {traffic / 1e6:.2f} MB (target <= 25), peak RSS {hwm:.1f} MB (target <= 40), "
+              f"ACP traffic {traffic / 1e6:.2f} MB (target <= 25), peak RSS {hwm:.1f} MB (target <= 40; "
+              f"{before:.1f} MB before the prompt), "
               f"database +{db / 1e6:.2f} MB (target <= 1)")
 
 

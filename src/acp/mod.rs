@@ -117,6 +117,15 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
 
 /// Serve one ACP connection with the built-in tools until the client closes it.
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources) -> Result<(), Error> {
+    // Beside the rest of the start-up, not before it: `initialize` needs the model catalogue, the first requests
+    // their params schemas; whatever is not ready yet is built on first use.
+    let warm = || {
+        crate::llm::catalogue::warm();
+        params::warm();
+    };
+    if let Err(e) = std::thread::Builder::new().name("tinycode-warm".into()).spawn(warm) {
+        tracing::debug!(error = %e, "the catalogue and schemas will be built on first use");
+    }
     serve_with(transport, Manager::new(sources)).await
 }
 

@@ -6,38 +6,63 @@
 //!
 //! Owns the type check and the handler that answers with it. Must not decide anything about a request's content.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectionTo, Dispatch, Error, ErrorCode, HandleDispatchFrom, Handled};
 use serde_json::{Map, Value};
 
-/// The schema of each request the agent answers, by method.
-fn schemas() -> &'static HashMap<&'static str, Value> {
-    static SCHEMAS: OnceLock<HashMap<&'static str, Value>> = OnceLock::new();
-    SCHEMAS.get_or_init(|| {
-        fn schema<T: schemars::JsonSchema>() -> Value {
-            schemars::schema_for!(T).to_value()
-        }
-        HashMap::from([
-            ("initialize", schema::<acp::InitializeRequest>()),
-            ("session/new", schema::<acp::NewSessionRequest>()),
-            ("session/load", schema::<acp::LoadSessionRequest>()),
-            ("session/resume", schema::<acp::ResumeSessionRequest>()),
-            ("session/list", schema::<acp::ListSessionsRequest>()),
-            ("session/close", schema::<acp::CloseSessionRequest>()),
-            ("session/delete", schema::<acp::DeleteSessionRequest>()),
-            ("session/set_mode", schema::<acp::SetSessionModeRequest>()),
-            ("session/set_config_option", schema::<acp::SetSessionConfigOptionRequest>()),
-            ("session/prompt", schema::<acp::PromptRequest>()),
-        ])
+/// The methods checked here, in the order [`warm`] builds their schemas.
+const METHODS: [&str; 10] = [
+    "initialize",
+    "session/new",
+    "session/prompt",
+    "session/load",
+    "session/resume",
+    "session/list",
+    "session/close",
+    "session/delete",
+    "session/set_mode",
+    "session/set_config_option",
+];
+
+/// The schema of a request the agent answers, built the first time it is needed (one method at a time: building
+/// them all made the first `initialize` wait for the prompt's large schema).
+fn schema_of(method: &str) -> Option<&'static Value> {
+    fn schema<T: schemars::JsonSchema>(cell: &'static OnceLock<Value>) -> &'static Value {
+        cell.get_or_init(|| schemars::schema_for!(T).to_value())
+    }
+    macro_rules! cached {
+        ($t:ty) => {{
+            static CELL: OnceLock<Value> = OnceLock::new();
+            schema::<$t>(&CELL)
+        }};
+    }
+    Some(match method {
+        "initialize" => cached!(acp::InitializeRequest),
+        "session/new" => cached!(acp::NewSessionRequest),
+        "session/load" => cached!(acp::LoadSessionRequest),
+        "session/resume" => cached!(acp::ResumeSessionRequest),
+        "session/list" => cached!(acp::ListSessionsRequest),
+        "session/close" => cached!(acp::CloseSessionRequest),
+        "session/delete" => cached!(acp::DeleteSessionRequest),
+        "session/set_mode" => cached!(acp::SetSessionModeRequest),
+        "session/set_config_option" => cached!(acp::SetSessionConfigOptionRequest),
+        "session/prompt" => cached!(acp::PromptRequest),
+        _ => return None,
     })
+}
+
+/// Build every schema now (on a start-up thread of its own, beside the first requests).
+pub fn warm() {
+    for method in METHODS {
+        schema_of(method);
+    }
 }
 
 /// Check `params` of `method`; methods without a schema here pass.
 pub fn check(method: &str, params: &Value) -> Result<(), Error> {
-    let Some(schema) = schemas().get(method) else { return Ok(()) };
+    let Some(schema) = schema_of(method) else { return Ok(()) };
     if params.is_null() {
         return Ok(());
     }

@@ -6,6 +6,7 @@
 //! Owns the mapping between the agent's types and stored parts. The SQL belongs to `store`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -26,6 +27,32 @@ pub const REPLAY_DIFF_BYTES: usize = 512 * 1024;
 pub struct Journal {
     store: Store,
     session_id: String,
+    /// The hash of the content (a diff) each started call last presented, by its UI id: a result that shows
+    /// the same content stores [`PRESENTED`] instead of a second copy.
+    presented: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+/// Stored as a result's display when it is the content the call presented (replay takes it from there).
+const PRESENTED: &str = "presented";
+
+/// The hash of `content` as stored, computed without building the JSON text.
+fn content_hash(content: &[Content]) -> Option<u64> {
+    struct Hashing(std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            std::hash::Hasher::write(&mut self.0, bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    if content.is_empty() {
+        return None;
+    }
+    let mut hashing = Hashing(Default::default());
+    serde_json::to_writer(&mut hashing, content).ok()?;
+    Some(std::hash::Hasher::finish(&hashing.0))
 }
 
 fn part(kind: &str, data: Value) -> (String, Value) {
@@ -34,7 +61,7 @@ fn part(kind: &str, data: Value) -> (String, Value) {
 
 impl Journal {
     pub fn new(store: Store, session_id: &str) -> Self {
-        Self { store, session_id: session_id.to_string() }
+        Self { store, session_id: session_id.to_string(), presented: Arc::default() }
     }
 
     /// Queue a message: written in order, without waiting (so synchronous callers can journal too).
@@ -98,21 +125,34 @@ impl Journal {
         presentation: &Presentation,
         raw_input: &Value,
     ) {
+        self.remember_presented(ui_id, presentation);
         let data = json!({"callId": call_id, "uiId": ui_id, "tool": tool, "presentation": presentation, "rawInput": raw_input});
         self.write("tool_start", vec![part("tool_start", data)]);
     }
 
     /// The presentation a slow preview produced for a call already started.
     pub fn tool_revised(&self, ui_id: &str, presentation: &Presentation) {
+        self.remember_presented(ui_id, presentation);
         let data = json!({"uiId": ui_id, "presentation": presentation});
         self.write("tool_revise", vec![part("tool_revise", data)]);
     }
 
+    fn remember_presented(&self, ui_id: &str, presentation: &Presentation) {
+        let mut presented = self.presented.lock().unwrap_or_else(|p| p.into_inner());
+        match content_hash(&presentation.content) {
+            Some(hash) => presented.insert(ui_id.to_string(), hash),
+            None => presented.remove(ui_id),
+        };
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn tool_finished(&self, call_id: &str, ui_id: &str, content: &str, failed: bool, event: &AgentEvent) {
+        let presented = self.presented.lock().unwrap_or_else(|p| p.into_inner()).remove(ui_id);
         let (display, locations, raw_output) = match event {
             AgentEvent::ToolCallFinished { display, locations, raw_output, .. } => {
-                (json!(display), json!(locations), raw_output.clone())
+                // The diff the call presented is stored once: the result refers to it.
+                let same = presented.is_some() && presented == content_hash(display);
+                (if same { json!(PRESENTED) } else { json!(display) }, json!(locations), raw_output.clone())
             }
             _ => (json!([]), json!([]), Value::Null),
         };
@@ -315,6 +355,8 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
     let mut events = Vec::new();
     let mut finished: HashMap<String, bool> = HashMap::new();
     let mut started: Vec<(String, Option<String>)> = Vec::new();
+    // What each call last presented, for results stored as [`PRESENTED`].
+    let mut presented: HashMap<String, Vec<Content>> = HashMap::new();
     for message in messages {
         for (kind, data) in &message.parts {
             match kind.as_str() {
@@ -334,28 +376,32 @@ pub fn replay(messages: &[StoredMessage]) -> Vec<AgentEvent> {
                 "tool_start" | "lifted_start" => {
                     let ui_id = text_of(data, "uiId");
                     started.push((ui_id.clone(), lifted_under(kind, data)));
+                    let presentation: Presentation =
+                        serde_json::from_value(data["presentation"].clone()).unwrap_or_default();
+                    presented.insert(ui_id.clone(), presentation.content.clone());
                     let event = AgentEvent::ToolCallStarted {
                         call_id: ui_id,
                         tool: text_of(data, "tool"),
-                        presentation: serde_json::from_value(data["presentation"].clone())
-                            .unwrap_or_default(),
+                        presentation,
                         raw_input: data["rawInput"].clone(),
                     };
                     events.push(lifted(lifted_under(kind, data), event));
                 }
                 "tool_revise" | "lifted_revise" => {
-                    let event = AgentEvent::ToolCallRevised {
-                        call_id: text_of(data, "uiId"),
-                        presentation: serde_json::from_value(data["presentation"].clone())
-                            .unwrap_or_default(),
-                    };
+                    let presentation: Presentation =
+                        serde_json::from_value(data["presentation"].clone()).unwrap_or_default();
+                    presented.insert(text_of(data, "uiId"), presentation.content.clone());
+                    let event = AgentEvent::ToolCallRevised { call_id: text_of(data, "uiId"), presentation };
                     events.push(lifted(lifted_under(kind, data), event));
                 }
                 "tool_result" | "lifted_result" => {
                     let ui_id = text_of(data, "uiId");
                     finished.insert(ui_id.clone(), true);
-                    let display: Vec<Content> =
-                        serde_json::from_value(data["display"].clone()).unwrap_or_default();
+                    let display: Vec<Content> = if data["display"] == PRESENTED {
+                        presented.remove(&ui_id).unwrap_or_default()
+                    } else {
+                        serde_json::from_value(data["display"].clone()).unwrap_or_default()
+                    };
                     let under = lifted_under(kind, data);
                     events.push(lifted(
                         under,
@@ -555,6 +601,59 @@ mod tests {
             .filter(|e| matches!(e, AgentEvent::Compaction { summary: Some(s), .. } if s == "they said one"))
             .count();
         assert_eq!(compactions, 1);
+    }
+
+    #[tokio::test]
+    async fn a_result_showing_the_diff_the_call_presented_stores_it_once_and_replays_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let row = crate::store::sessions::SessionRow {
+            id: "s".into(),
+            cwd: "/w".into(),
+            title: None,
+            mode: "build".into(),
+            model: None,
+            thought_level: None,
+            created_at: 1,
+            updated_at: 1,
+        };
+        store.create_session(row).await.unwrap();
+        let journal = Journal::new(store.clone(), "s");
+        let diff = |new: &str| {
+            vec![Content::Diff { path: "/w/a".into(), old_text: Some("a".into()), new_text: new.into() }]
+        };
+        let presentation =
+            Presentation { title: "Edit a".into(), content: diff("b"), ..Presentation::default() };
+        let finished = |call_id: &str, display| AgentEvent::ToolCallFinished {
+            call_id: call_id.into(),
+            status: ToolStatus::Completed,
+            output: "Edited".into(),
+            display,
+            locations: Vec::new(),
+            raw_output: Value::Null,
+        };
+        journal.tool_started("c1", "ui", "edit", &presentation, &json!({}));
+        journal.tool_finished("c1", "ui", "Edited", false, &finished("ui", diff("b")));
+        // A formatter changed the result: both are kept.
+        journal.tool_started("c2", "ui2", "edit", &presentation, &json!({}));
+        journal.tool_finished("c2", "ui2", "Edited", false, &finished("ui2", diff("formatted")));
+        journal.settle().await;
+        let messages = store.messages("s").await.unwrap();
+        let displays: Vec<&Value> = messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter(|(k, _)| k == "tool_result")
+            .map(|(_, d)| &d["display"])
+            .collect();
+        assert_eq!(displays, vec![&json!("presented"), &json!(diff("formatted"))]);
+        let replayed: Vec<(String, Vec<Content>)> = replay(&messages)
+            .into_iter()
+            .filter_map(|e| match e {
+                AgentEvent::ToolCallFinished { call_id, display, .. } => Some((call_id, display)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(replayed, vec![("ui".to_string(), diff("b")), ("ui2".to_string(), diff("formatted"))]);
     }
 
     #[test]

@@ -67,8 +67,7 @@ pub async fn unchanged_since_preview(
     path: &Path,
     seen: Option<&str>,
 ) -> Result<(), ToolError> {
-    let now = ctx.files.read_text(path).await?;
-    if now.as_deref() == seen {
+    if ctx.files.holds(path, seen).await? {
         return Ok(());
     }
     Err(ToolError::retry(format!(
@@ -93,31 +92,28 @@ pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> 
     if old_text.len() + new.len() <= limit {
         return vec![whole(old)];
     }
-    let (old_lines, new_lines): (Vec<&str>, Vec<&str>) =
-        (old_text.split('\n').collect(), new.split('\n').collect());
-    let same_head = old_lines.iter().zip(&new_lines).take_while(|(a, b)| a == b).count();
-    let same_tail = old_lines[same_head..]
-        .iter()
-        .rev()
-        .zip(new_lines[same_head..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
+    // Lines as `split('\n')` gives them, compared in place: a huge file is not split into a list.
+    let (old_count, new_count) = (line_count(old_text), line_count(new));
+    let same_head = old_text.split('\n').zip(new.split('\n')).take_while(|(a, b)| a == b).count();
+    let room = old_count.min(new_count) - same_head;
+    let same_tail =
+        old_text.rsplit('\n').zip(new.rsplit('\n')).take(room).take_while(|(a, b)| a == b).count();
     let first = same_head.saturating_sub(DIFF_CONTEXT_LINES);
-    let region = |lines: &[&str]| {
-        let last = (lines.len() - same_tail + DIFF_CONTEXT_LINES).min(lines.len());
-        (last, cut(&lines[first..last].join("\n"), limit / 2))
+    let region = |text: &str, count: usize| {
+        let last = (count - same_tail + DIFF_CONTEXT_LINES).min(count);
+        (last, cut(lines_between(text, first, last), limit / 2))
     };
     let ((old_end, (old_region, old_cut)), (new_end, (new_region, new_cut))) =
-        (region(&old_lines), region(&new_lines));
+        (region(old_text, old_count), region(new, new_count));
     let mut note = format!(
         "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
         new.len().max(old_text.len()) as f64 / 1_048_576.0,
         first + 1,
         old_end,
-        old_lines.len(),
+        old_count,
         first + 1,
         new_end,
-        new_lines.len(),
+        new_count,
         DIFF_CONTEXT_LINES
     );
     if old_cut || new_cut {
@@ -129,6 +125,22 @@ pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> 
         Content::Text(note),
         Content::Diff { path: path.to_path_buf(), old_text: Some(old_region), new_text: new_region },
     ]
+}
+
+/// The number of lines `split('\n')` gives.
+fn line_count(text: &str) -> usize {
+    memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1
+}
+
+/// Lines `[first, last)` of `text` (as `split('\n')` numbers them from 0) joined by `\n`, borrowed.
+fn lines_between(text: &str, first: usize, last: usize) -> &str {
+    if first >= last {
+        return "";
+    }
+    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
+    let start = if first == 0 { 0 } else { newlines.nth(first - 1).map_or(text.len(), |i| i + 1) };
+    let end = newlines.nth(last - first - 1).unwrap_or(text.len());
+    &text[start..end]
 }
 
 /// `text` cut to at most `limit` bytes at a character boundary, and whether it was cut.
@@ -180,6 +192,46 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// The region as the first version computed it, from lists of lines.
+    fn region_from_lists(old: &str, new: &str) -> (String, String) {
+        let (a, b): (Vec<&str>, Vec<&str>) = (old.split('\n').collect(), new.split('\n').collect());
+        let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+        let first = head.saturating_sub(DIFF_CONTEXT_LINES);
+        let part = |l: &[&str]| l[first..(l.len() - tail + DIFF_CONTEXT_LINES).min(l.len())].join("\n");
+        (part(&a), part(&b))
+    }
+
+    #[test]
+    fn the_region_is_found_in_place_as_it_was_from_lists_of_lines() {
+        let base: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        let cases = [
+            base.replacen("line 1\n", "first\n", 1),
+            base.replace("line 30\n", "last\n"),
+            format!("{base}appended\n"),
+            base.replace("line 15\n", ""),
+            base.trim_end().to_string(),
+            format!("\n{base}"),
+            base.replace("line 3\n", "x\n").replace("line 28\n", "y\n"),
+            "only\n".to_string(),
+        ];
+        for new in cases {
+            let shown = diff_content(Path::new("/w/a"), Some(&base), &new, 200);
+            let Content::Diff { old_text, new_text, .. } = &shown[1] else { panic!("{shown:?}") };
+            let (old_region, new_region) = region_from_lists(&base, &new);
+            let cut_to = |t: String| cut(&t, 100).0;
+            assert_eq!(
+                (old_text.clone().unwrap(), new_text.clone()),
+                (cut_to(old_region), cut_to(new_region)),
+                "{new:?}"
+            );
+        }
+        for (first, last) in [(0, 0), (0, 1), (2, 5), (29, 31), (30, 31)] {
+            let lines: Vec<&str> = base.split('\n').collect();
+            assert_eq!(lines_between(&base, first, last), lines[first..last].join("\n"), "{first}..{last}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!
 //! Owns how diagnostics read to the model. The checking itself is behind `Context::diagnostics`.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -106,11 +107,14 @@ pub fn after_write_block(report: &Report, touched: &[PathBuf], cwd: &Path) -> Op
 
 /// After a write: let the session's checker see `files` and append what it reports to `output` (the text the
 /// model sees and the tool call's content). Returns at once when diagnostics are off or the turn is cancelled.
-pub async fn after_write(ctx: &Context, files: Vec<(PathBuf, String)>, output: &mut ToolOutput) {
+pub async fn after_write(ctx: &Context, files: Vec<(PathBuf, Cow<'_, str>)>, output: &mut ToolOutput) {
     let Some(checker) = ctx.diagnostics.clone() else { return };
     if !files.iter().any(|(path, _)| checker.handles(path)) {
         return;
     }
+    // Copied only for a checker that takes them.
+    let files: Vec<(PathBuf, String)> =
+        files.into_iter().map(|(path, text)| (path, text.into_owned())).collect();
     let report = tokio::select! {
         report = checker.written(&files) => report,
         () = ctx.cancel.cancelled() => return,

@@ -107,7 +107,7 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
         display: vec![Content::Diff {
             path: plan.path.clone(),
             old_text: plan.old.clone(),
-            new_text: written.content.clone(),
+            new_text: written.content.to_string(),
         }],
         locations: vec![Location::at_line(
             &plan.path,

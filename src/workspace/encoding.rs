@@ -55,6 +55,17 @@ pub fn decode(bytes: &[u8]) -> (String, Encoding) {
     (text, encoding)
 }
 
+/// [`decode`] taking the bytes: valid UTF-8 becomes the text without a copy.
+pub fn decode_owned(bytes: Vec<u8>) -> (String, Encoding) {
+    match Encoding::detect(&bytes) {
+        Encoding::Utf8 => match String::from_utf8(bytes) {
+            Ok(text) => (text, Encoding::Utf8),
+            Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), Encoding::Utf8),
+        },
+        _ => decode(&bytes),
+    }
+}
+
 /// `text` as bytes in `encoding`. A UTF-16 file always starts with its mark, so it is recognised next time.
 pub fn encode(text: &str, encoding: Encoding) -> Vec<u8> {
     let units = |text: &str| -> Vec<u16> {
@@ -89,6 +100,19 @@ mod tests {
         assert_eq!(decode("\u{feff}x".as_bytes()), ("\u{feff}x".to_string(), Encoding::Utf8));
         assert_eq!(Encoding::detect(&[0xFF, 0xFE, 0, 0, b'a', 0, 0, 0]), Encoding::Utf8);
         assert_eq!(encode("x", Encoding::Utf8), b"x".to_vec());
+    }
+
+    #[test]
+    fn decoding_owned_bytes_gives_what_decoding_borrowed_bytes_gives() {
+        let samples: [&[u8]; 4] = [
+            b"plain\n",
+            b"bad \xff\xfe bytes \xe2\x82",
+            &[0xFF, 0xFE, b'a', 0],
+            &[0xFE, 0xFF, 0, b'a', 0x41],
+        ];
+        for bytes in samples {
+            assert_eq!(decode_owned(bytes.to_vec()), decode(bytes));
+        }
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //!
 //! Owns every byte the tools read or write. Must not decide what to write.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -88,9 +89,25 @@ struct ReadRecord {
 }
 
 fn hash(text: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
+    let mut hasher = TextHash::default();
+    hasher.write(text);
     hasher.finish()
+}
+
+/// The read ledger's hash of a text given in pieces (a streamed read): the same as of the whole text.
+#[derive(Default)]
+pub struct TextHash(std::collections::hash_map::DefaultHasher);
+
+impl TextHash {
+    pub fn write(&mut self, piece: &str) {
+        self.0.write(piece.as_bytes());
+    }
+
+    pub fn finish(mut self) -> u64 {
+        // What `str::hash` ends with, so no text is a prefix of another.
+        self.0.write_u8(0xff);
+        self.0.finish()
+    }
 }
 
 /// How a write reached the file.
@@ -102,10 +119,10 @@ pub enum Via {
 
 /// The outcome of [`Files::write`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
+pub struct Written<'a> {
     pub via: Via,
-    /// The text now in the file (after the formatter, if one ran).
-    pub content: String,
+    /// The text now in the file: the text given (not copied), or what the formatter made of it.
+    pub content: Cow<'a, str>,
     /// A formatter failure, reported to the model; the write stands.
     pub formatter_error: Option<String>,
 }
@@ -168,10 +185,62 @@ async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
         .await
         .map_err(|e| ToolError::execution(e.to_string()))?;
     match read {
-        Ok(capped) if capped.complete => Ok(Some(encoding::decode(&capped.bytes).0)),
+        Ok(capped) if capped.complete => Ok(Some(encoding::decode_owned(capped.bytes).0)),
         Ok(_) => Err(too_large(path)),
         Err(regular::OpenError::NotFound) => Ok(None),
         Err(e) => Err(open_error(path, e)),
+    }
+}
+
+/// Write `content` to `path` on disk, atomically, in the encoding the file has (UTF-16 stays UTF-16; a new file is
+/// UTF-8). UTF-8 text is written from the caller's string where the runtime allows blocking in place (the
+/// multi-threaded runtime the binary runs), so a 10 MB edit is not copied once more to be written.
+async fn write_disk(path: &Path, content: &str) -> std::io::Result<()> {
+    let target = path.to_path_buf();
+    let stored = tokio::task::spawn_blocking(move || {
+        regular::read(&target, 4).map(|head| encoding::Encoding::detect(&head.bytes)).unwrap_or_default()
+    })
+    .await
+    .map_err(std::io::Error::other)?;
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if stored == encoding::Encoding::Utf8 && multi_threaded {
+        return tokio::task::block_in_place(|| atomic::write(path, content.as_bytes())).map(|_| ());
+    }
+    let (target, bytes) = (path.to_path_buf(), encoding::encode(content, stored));
+    tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
+        .await
+        .map_err(std::io::Error::other)?
+        .map(|_| ())
+}
+
+/// Whether the regular file `path` holds exactly the bytes `expected`, read in chunks. False on any doubt.
+/// Equal bytes are valid UTF-8 without a UTF-16 mark (`expected` is a `str`), so they decode to `expected`.
+async fn same_bytes(path: &Path, expected: &[u8]) -> bool {
+    use tokio::io::AsyncReadExt;
+    let owned = path.to_path_buf();
+    let Ok(Ok((file, meta))) = tokio::task::spawn_blocking(move || regular::open(&owned)).await else {
+        return false;
+    };
+    if meta.len() != expected.len() as u64 {
+        return false;
+    }
+    let mut file = tokio::fs::File::from_std(file);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut at = 0;
+    loop {
+        let n = match file.read(&mut buf).await {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        if n == 0 {
+            return at == expected.len();
+        }
+        if expected.get(at..at + n) != Some(&buf[..n]) {
+            return false;
+        }
+        at += n;
     }
 }
 
@@ -358,11 +427,33 @@ impl Files {
         read_disk(path).await
     }
 
+    /// Whether `path` still holds `seen` (`None`: missing), as [`Files::read_text`] would tell. A UTF-8 file on
+    /// disk is compared chunk by chunk without being held; anything else (the editor's buffer, UTF-16, bytes
+    /// that are not UTF-8) is read whole and compared.
+    pub async fn holds(&self, path: &Path, seen: Option<&str>) -> Result<bool, ToolError> {
+        if let (None, Some(text)) = (self.editor_reads(), seen)
+            && same_bytes(path, text.as_bytes()).await
+        {
+            return Ok(true);
+        }
+        Ok(self.read_text(path).await?.as_deref() == seen)
+    }
+
     /// Remember that the model saw `content` of `path` (`full`: all of it).
     pub fn record_read(&self, path: &Path, content: &str, full: bool) {
+        self.record_read_hash(path, hash(content), full);
+    }
+
+    /// [`Files::record_read`] for a text hashed in pieces ([`TextHash`]) and not held.
+    pub fn record_read_hash(&self, path: &Path, hash: u64, full: bool) {
         let mut ledger = self.ledger();
-        let full = full || ledger.get(path).is_some_and(|r| r.full && r.hash == hash(content));
-        ledger.insert(path.to_path_buf(), ReadRecord { hash: hash(content), full });
+        let full = full || ledger.get(path).is_some_and(|r| r.full && r.hash == hash);
+        ledger.insert(path.to_path_buf(), ReadRecord { hash, full });
+    }
+
+    /// Whether reads go through the editor (its buffers) rather than the disk.
+    pub fn reads_through_editor(&self) -> bool {
+        self.editor_reads().is_some()
     }
 
     /// Check that the model has read `path` (fully, if `need_full`) and that `current` is still what it read.
@@ -392,7 +483,12 @@ impl Files {
     /// Write `content` to `path` (already checked by [`Files::check_boundary`]): through the editor when it
     /// can, else atomically to disk. Then run the formatter, and record the result as read so the model can
     /// keep editing.
-    pub async fn write(&self, path: &Path, content: &str, cwd: &Path) -> Result<Written, ToolError> {
+    pub async fn write<'a>(
+        &self,
+        path: &Path,
+        content: &'a str,
+        cwd: &Path,
+    ) -> Result<Written<'a>, ToolError> {
         // The tools check before they ask; checking again here keeps any writer from reaching outside.
         let checked = self.check_boundary(path)?;
         if checked != path {
@@ -418,21 +514,13 @@ impl Files {
                 )));
             }
             Err(EditorError::Unsupported) => {
-                let (target, content) = (path.to_path_buf(), content.to_string());
-                tokio::task::spawn_blocking(move || {
-                    // An existing file keeps its encoding (UTF-16 stays UTF-16); a new file is UTF-8.
-                    let stored = regular::read(&target, 4)
-                        .map(|head| encoding::Encoding::detect(&head.bytes))
-                        .unwrap_or_default();
-                    atomic::write(&target, &encoding::encode(&content, stored))
-                })
-                .await
-                .map_err(|e| ToolError::execution(e.to_string()))?
-                .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
+                write_disk(path, content)
+                    .await
+                    .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", path.display())))?;
                 Via::Disk
             }
         };
-        let mut written = Written { via, content: content.to_string(), formatter_error: None };
+        let mut written = Written { via, content: Cow::Borrowed(content), formatter_error: None };
         if let Some(command) = self.formatter_for(path) {
             match format::run(&command, cwd, &self.environment).await {
                 Err(e) => written.formatter_error = Some(e),
@@ -444,7 +532,7 @@ impl Files {
     }
 
     /// After a formatter rewrote the file on disk, make the editor's buffer match it.
-    async fn adopt_formatted(&self, path: &Path, written: &mut Written) {
+    async fn adopt_formatted(&self, path: &Path, written: &mut Written<'_>) {
         let Ok(Some(formatted)) = read_disk(path).await else { return };
         if formatted == written.content {
             return;
@@ -460,7 +548,7 @@ impl Files {
             written.formatter_error = Some(format!("the editor did not take the formatted text: {message}"));
             return;
         }
-        written.content = formatted;
+        written.content = Cow::Owned(formatted);
     }
 
     /// Delete `path` from disk (the editor protocol has no delete).

@@ -37,48 +37,99 @@ pub fn window(
     labels: Labels,
 ) -> Result<(String, bool), ToolError> {
     let lines = lines_of(text, labels);
-    let total = lines.len();
-    if total == 0 {
-        return Ok(("(empty file)".into(), true));
-    }
-    if offset >= total {
-        return Err(ToolError::retry(format!(
-            "offset {offset} is beyond the end of the file ({total} lines); use an offset below {total}"
-        )));
-    }
-    let mut out = String::new();
-    let mut next = offset;
-    let mut clamped_any = false;
+    let mut shown = Shown::new(offset, limit, budget, labels);
     for (i, line) in lines.iter().enumerate().skip(offset).take(limit) {
+        if !shown.push(i, line) {
+            break;
+        }
+    }
+    shown.finish(lines.len())
+}
+
+/// The window of lines being written, one line at a time: what [`window`] does over a whole text, and what the
+/// streamed read of a large file (`stream`) does without holding it.
+pub struct Shown {
+    offset: usize,
+    limit: usize,
+    budget: usize,
+    labels: Labels,
+    out: String,
+    next: usize,
+    clamped_any: bool,
+    capped: bool,
+}
+
+impl Shown {
+    pub fn new(offset: usize, limit: usize, budget: usize, labels: Labels) -> Self {
+        Self {
+            offset,
+            limit,
+            budget,
+            labels,
+            out: String::new(),
+            next: offset,
+            clamped_any: false,
+            capped: false,
+        }
+    }
+
+    /// Whether line `i` (0-based) is still wanted.
+    pub fn wants(&self, i: usize) -> bool {
+        !self.capped && i >= self.offset && i - self.offset < self.limit
+    }
+
+    /// Add line `i`, the next wanted one. False once the byte budget is spent (the footer says where to go on).
+    pub fn push(&mut self, i: usize, line: &str) -> bool {
         let clamped = line.chars().count() > MAX_LINE_LENGTH;
-        clamped_any |= clamped;
+        self.clamped_any |= clamped;
         let shown = if clamped {
             let cut: String = line.chars().take(MAX_LINE_LENGTH).collect();
             format!("{cut}...")
         } else {
-            (*line).to_string()
+            line.to_string()
         };
-        let entry = match labels {
+        let entry = match self.labels {
             Labels::Numbers => format!("{}\t{shown}\n", i + 1),
             Labels::Hashes => format!("{}:{}|{shown}\n", i + 1, tags::hash(line)),
         };
-        if out.len() + entry.len() > budget {
-            out.push_str(&format!(
+        if self.out.len() + entry.len() > self.budget {
+            self.out.push_str(&format!(
                 "\n(Output capped at {} KB. Use offset={i} to continue reading from line {}.)",
-                budget / 1024,
+                self.budget / 1024,
                 i + 1
             ));
-            return Ok((out, false));
+            self.capped = true;
+            return false;
         }
-        out.push_str(&entry);
-        next = i + 1;
+        self.out.push_str(&entry);
+        self.next = i + 1;
+        true
     }
-    if next < total {
-        out.push_str(&format!("\n(File has {total} lines. Use offset={next} to read beyond line {next}.)"));
-        return Ok((out, false));
+
+    /// The output for a text of `total` lines, and whether the whole of it was shown.
+    pub fn finish(mut self, total: usize) -> Result<(String, bool), ToolError> {
+        let offset = self.offset;
+        if total == 0 {
+            return Ok(("(empty file)".into(), true));
+        }
+        if offset >= total {
+            return Err(ToolError::retry(format!(
+                "offset {offset} is beyond the end of the file ({total} lines); use an offset below {total}"
+            )));
+        }
+        if self.capped {
+            return Ok((self.out, false));
+        }
+        let next = self.next;
+        if next < total {
+            self.out.push_str(&format!(
+                "\n(File has {total} lines. Use offset={next} to read beyond line {next}.)"
+            ));
+            return Ok((self.out, false));
+        }
+        self.out.push_str(&format!("\n(End of file: {total} lines)"));
+        Ok((self.out, offset == 0 && !self.clamped_any))
     }
-    out.push_str(&format!("\n(End of file: {total} lines)"));
-    Ok((out, offset == 0 && !clamped_any))
 }
 
 #[cfg(test)]

@@ -195,7 +195,7 @@ enum Seen {
 /// One file's section.
 async fn section(ctx: &Context, path: &Path, budget: usize) -> (String, Seen) {
     let name = shown_name(path, &ctx.directory);
-    let window = Window { offset: 0, limit: None, budget };
+    let window = Window { offset: 0, limit: None, budget, stream: false };
     match show(ctx, path, window).await {
         Ok(Shown::Text { output, full, text }) => {
             let lines = text.lines().count();
@@ -211,6 +211,8 @@ async fn section(ctx: &Context, path: &Path, budget: usize) -> (String, Seen) {
             Seen::Other,
         ),
         Ok(Shown::Described(text)) => (format!("// File: {name} (PDF)\n{text}"), Seen::Other),
+        // Not asked for (`stream: false`); shown as what it is should that change.
+        Ok(Shown::Streamed { output, .. }) => (format!("// File: {name} (text)\n{output}"), Seen::Other),
         Err(e) => (format!("// File: {name} (error)\n{e}"), Seen::Failed),
     }
 }

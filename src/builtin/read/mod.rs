@@ -10,6 +10,7 @@
 pub mod formats;
 pub mod lines;
 mod many;
+pub mod stream;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use crate::permission::Category;
 use crate::tool::{
     Context, Def, Preview, ToolError, ToolOutput, arg_opt_str, arg_opt_u64, resolve_path, truncate,
 };
+use crate::workspace::encoding::Encoding;
 use crate::workspace::ignore_rules::{Stack, VCS_DIRS};
 use crate::workspace::{files, regular};
 use lines::Labels;
@@ -37,6 +39,10 @@ pub const DEFAULT_READ_LIMIT: usize = 2_000;
 pub const BINARY_CHECK_SIZE: usize = 8_192;
 /// Fraction of non-text bytes above which a file is binary.
 pub const BINARY_THRESHOLD: f64 = 0.30;
+/// UTF-8 files larger than this are read from disk in chunks, holding only the window asked for (`stream`).
+pub const STREAM_ABOVE: u64 = 1024 * 1024;
+/// The largest text file `read` scans (it counts every line, so a window near the end costs one pass).
+pub const MAX_STREAMED_BYTES: u64 = 256 * 1024 * 1024;
 /// Images larger than this are refused rather than inlined.
 const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
@@ -253,6 +259,13 @@ enum Shown {
         full: bool,
         text: String,
     },
+    /// Lines of a large text read in chunks, with the ledger hash of the whole text (not held) when it is
+    /// small enough to edit.
+    Streamed {
+        output: String,
+        full: bool,
+        hash: Option<u64>,
+    },
     /// A notebook rendered as cells.
     Notebook {
         output: String,
@@ -272,6 +285,8 @@ struct Window {
     offset: usize,
     limit: Option<usize>,
     budget: usize,
+    /// Whether a large file may be read in chunks (a many-file read shows whole texts only).
+    stream: bool,
 }
 
 /// Read one regular file and decide how to show it.
@@ -302,6 +317,12 @@ async fn show(ctx: &Context, path: &Path, window: Window) -> Result<Shown, ToolE
     if formats::is_pdf(path, &head) {
         return Ok(Shown::Described(formats::pdf(path, meta.len())));
     }
+    let is_notebook = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
+    let large = meta.len() > STREAM_ABOVE && !is_notebook && Encoding::detect(&head) == Encoding::Utf8;
+    // The editor's buffer wins up to the size a whole read allows; above it, the disk is read in chunks.
+    if large && window.stream && (!ctx.files.reads_through_editor() || meta.len() > files::MAX_TEXT_BYTES) {
+        return streamed(ctx, path, window, meta.len()).await;
+    }
     let Some(text) = ctx.files.read_text(path).await? else { return Err(not_found(path, &stack)) };
     if is_binary(text.as_bytes()) {
         return Err(ToolError::retry(format!(
@@ -310,7 +331,6 @@ async fn show(ctx: &Context, path: &Path, window: Window) -> Result<Shown, ToolE
             meta.len()
         )));
     }
-    let is_notebook = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("ipynb"));
     if is_notebook
         && window.offset == 0
         && window.limit.is_none()
@@ -331,6 +351,49 @@ async fn show(ctx: &Context, path: &Path, window: Window) -> Result<Shown, ToolE
     Ok(Shown::Text { output, full, text })
 }
 
+/// Read the window of a large UTF-8 file in chunks, without holding the file.
+async fn streamed(ctx: &Context, path: &Path, window: Window, size: u64) -> Result<Shown, ToolError> {
+    if size > MAX_STREAMED_BYTES {
+        return Err(ToolError::retry(format!(
+            "{} is larger than {} MB, too large to read. Use grep to find the lines you need.",
+            path.display(),
+            MAX_STREAMED_BYTES / (1024 * 1024)
+        )));
+    }
+    let labels = if ctx.edit_mode == EditMode::Hashline { Labels::Hashes } else { Labels::Numbers };
+    let limit = window.limit.unwrap_or(DEFAULT_READ_LIMIT);
+    let owned = path.to_path_buf();
+    let read = tokio::task::spawn_blocking(move || {
+        let (file, _) = regular::open(&owned).map_err(|e| files::open_error(&owned, e))?;
+        // Never more than the cap, so a file that grows meanwhile cannot keep the read going.
+        let file = std::io::Read::take(file, MAX_STREAMED_BYTES);
+        // Only a text an edit could take needs its hash in the read ledger.
+        let hashed = size <= files::MAX_TEXT_BYTES;
+        let ask = stream::Ask {
+            offset: window.offset,
+            limit,
+            budget: window.budget,
+            labels,
+            chunk: stream::CHUNK,
+            hashed,
+        };
+        stream::window(file, ask).map_err(|e| match e {
+            stream::StreamError::Io(e) => {
+                ToolError::execution(format!("cannot read {}: {e}", owned.display()))
+            }
+            stream::StreamError::Window(e) => e,
+        })
+    })
+    .await
+    .map_err(|e| ToolError::execution(e.to_string()))??;
+    match read {
+        stream::Streamed::Binary => {
+            Err(ToolError::retry(format!("Cannot read binary file: {} ({size} bytes)", path.display())))
+        }
+        stream::Streamed::Text { output, full, hash } => Ok(Shown::Streamed { output, full, hash }),
+    }
+}
+
 fn limit_arg(args: &Value) -> Result<Option<usize>, ToolError> {
     match arg_opt_u64(args, "limit")? {
         Some(0) => Err(ToolError::retry("`limit` must be at least 1")),
@@ -348,7 +411,7 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     let limit = limit_arg(&args)?;
     let location =
         vec![Location::at_line(&path, u32::try_from(offset.saturating_add(1)).unwrap_or(u32::MAX))];
-    let window = Window { offset, limit, budget: truncate::MAX_BYTES };
+    let window = Window { offset, limit, budget: truncate::MAX_BYTES, stream: true };
     let output = match show(&ctx, &path, window).await? {
         Shown::Image { mime, .. } => return image(&path, mime, location).await,
         Shown::Described(text) => text,
@@ -358,6 +421,12 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
         }
         Shown::Text { output, full, text } => {
             ctx.files.record_read(&path, &text, full);
+            output
+        }
+        Shown::Streamed { output, full, hash } => {
+            if let Some(hash) = hash {
+                ctx.files.record_read_hash(&path, hash, full);
+            }
             output
         }
     };

@@ -52,6 +52,12 @@ static COMPILED: LazyLock<Vec<Entry>> = LazyLock::new(|| {
     })
 });
 
+/// Parse the compiled snapshot now (a 40 KB JSON text), on a thread of its own at startup, so `initialize` (which
+/// asks whether the default model takes images) finds it parsed.
+pub fn warm() {
+    LazyLock::force(&COMPILED);
+}
+
 /// What a local server says about one of its models.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Reported {

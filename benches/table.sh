@@ -23,14 +23,19 @@ load_before=$(cut -d' ' -f1 /proc/loadavg)
 cargo build --release --locked --quiet
 python3 benches/startup.py --runs $((runs * 3)) > "$out/startup"
 python3 benches/agent.py all --runs "$runs" > "$out/agent"
-cargo bench --locked --quiet --bench edit > "$out/edit"
-cargo bench --locked --quiet --bench sessions > "$out/sessions"
+python3 benches/relay.py --dialect all > "$out/relay"
+# The benches build into their own target dir: `cargo bench` would otherwise replace target/release/tinycode with
+# the bench profile's binary, and the next run would measure that one.
+CARGO_TARGET_DIR=target/benches cargo bench --locked --quiet --bench edit > "$out/edit"
+CARGO_TARGET_DIR=target/benches cargo bench --locked --quiet --bench sessions > "$out/sessions"
 load_after=$(cut -d' ' -f1 /proc/loadavg)
 
 # median of a startup.py summary line, by its label
 startup() { grep "^$1" "$out/startup" | sed -E 's/.*median +([0-9.]+) ([a-zA-Z]+).*/\1 \2/'; }
 result() { awk -v k="$1" '$1 == "RESULT" && $2 == k { $1 = ""; $2 = ""; sub(/^  /, ""); print }' "$out/agent"; }
 median() { grep "$2" "$out/$1" | head -1 | sed -E 's/.*median ([0-9.]+[µmn]?s).*/\1/'; }
+# agent CPU per streamed chunk of one wire format, from relay.py
+relay() { grep "^$1 .*agent CPU per chunk" "$out/relay" | sed -E 's/.*per chunk: ([0-9.]+ us).*/\1/'; }
 
 table=$(cat <<TABLE
 | Measure | Tool | Figure (median) |
@@ -47,9 +52,12 @@ table=$(cat <<TABLE
 | \`rg --files -g '*_7.rs'\`, same tree | \`benches/agent.py search\` | $(result rg_glob_ms) |
 | edit cascade, 10,000 lines, relaxed block anchor | \`cargo bench --bench edit\` | $(median edit "relaxed block anchor") |
 | \`session/load\` of 1,000 messages, replay received | \`cargo bench --bench sessions\` | $(median sessions "session/load") |
-| relay overhead per streamed chunk (5,000-chunk answer) | \`benches/agent.py relay\` | $(result relay_us_per_chunk) |
+| relay: agent CPU per streamed chunk, Chat Completions (30,000 chunks) | \`benches/relay.py\` | $(relay chat) |
+| relay: agent CPU per streamed chunk, OpenAI Responses | \`benches/relay.py\` | $(relay responses) |
+| relay: agent CPU per streamed chunk, Anthropic Messages | \`benches/relay.py\` | $(relay messages) |
 
-Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average ${load_before} before and ${load_after} after.
+Measured $(date -u +%Y-%m-%d) on $(nproc) cores, load average ${load_before} before and ${load_after} after; the
+binary as \`cargo build --release\` builds it, the cargo benches with LTO \`${CARGO_PROFILE_BENCH_LTO:-fat}\`.
 TABLE
 )
 echo "$table"

@@ -123,6 +123,9 @@ impl RawAgent {
     /// Close stdin and return how the agent's serve loop ended.
     pub async fn close(mut self) -> Result<(), Error> {
         self.raw.shutdown().await;
+        // Read what the agent still writes until it closes its output, as an editor does: dropping the reader
+        // first would fail a late notification with a broken pipe.
+        while let Ok(Ok(Some(_))) = tokio::time::timeout(PATIENCE, self.raw.lines.next_line()).await {}
         drop(self.raw);
         tokio::time::timeout(PATIENCE, self.agent).await.expect("the agent did not stop at EOF").unwrap()
     }

@@ -188,12 +188,20 @@ impl Stack {
     /// directories above it read (a search starts here with its root).
     pub fn level(&self, dir: &Path) -> Level {
         let anchor = self.anchor_for(dir).to_path_buf();
-        let mut defaults = GitignoreBuilder::new(&anchor);
-        for line in DEFAULTS {
-            let _ = defaults.add_line(None, line);
-        }
+        let defaults = |lines: &mut dyn Iterator<Item = &&str>| {
+            let mut builder = GitignoreBuilder::new(&anchor);
+            for line in lines {
+                let _ = builder.add_line(None, line);
+            }
+            builder.build().ok()
+        };
         let global = self.global.as_ref().and_then(|(path, text)| rules_from_text(&anchor, path, text));
-        let fixed = Arc::new(Fixed { defaults: defaults.build().ok(), global });
+        let fixed = Arc::new(Fixed {
+            defaults: defaults(&mut DEFAULTS.iter()),
+            // A default ending in `/` matches only directories: files are checked against the others alone.
+            file_defaults: defaults(&mut DEFAULTS.iter().filter(|line| !line.ends_with('/'))),
+            global,
+        });
         let mut level = Level { node: Arc::new(Node::default()), fixed };
         let dirs: Vec<&Path> = dir.ancestors().collect();
         for dir in dirs.into_iter().rev() {
@@ -207,6 +215,7 @@ impl Stack {
 #[derive(Debug)]
 struct Fixed {
     defaults: Option<Gitignore>,
+    file_defaults: Option<Gitignore>,
     global: Option<Gitignore>,
 }
 
@@ -257,7 +266,8 @@ impl Level {
                 node = current.parent.as_deref();
             }
         }
-        for rules in [&self.fixed.global, &self.fixed.defaults].into_iter().flatten() {
+        let defaults = if is_dir { &self.fixed.defaults } else { &self.fixed.file_defaults };
+        for rules in [&self.fixed.global, defaults].into_iter().flatten() {
             match rules.matched(path, is_dir) {
                 Match::Ignore(_) => return true,
                 Match::Whitelist(_) => return false,

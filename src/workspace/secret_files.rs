@@ -5,7 +5,7 @@
 //! Owns the table and the predicate [`is_secret_path`]. Pure: never touches the file system (so a path that
 //! does not exist yet, or a word from a shell command, is judged the same way).
 
-use std::path::{Component, Path};
+use std::path::Path;
 
 /// How a rule recognises a path. Names compare ASCII case-insensitively.
 #[derive(Debug, Clone, Copy)]
@@ -120,41 +120,42 @@ const NOT_SECRET: &[Match] = &[
     Name("authorized_keys"),
 ];
 
-/// The path's normal components, lower-cased, root and `.`/`..` left out.
-fn components(path: &Path) -> Vec<String> {
-    path.components()
-        .filter_map(|c| match c {
-            Component::Normal(part) => Some(part.to_string_lossy().to_ascii_lowercase()),
-            _ => None,
-        })
-        .collect()
+/// The path's named parts (`.`, `..` and empty ones left out), last first: split on separators byte by byte,
+/// as a walk calls this for every file it meets.
+fn components(path: &Path) -> impl Iterator<Item = &[u8]> {
+    path.as_os_str()
+        .as_encoded_bytes()
+        .rsplit(|b| std::path::is_separator(char::from(*b)))
+        .filter(|part| !matches!(*part, b"" | b"." | b".."))
 }
 
-fn matches(rule: Match, parts: &[String]) -> bool {
-    let Some(name) = parts.last() else { return false };
+/// Whether a part is `name`, ignoring ASCII case.
+fn is(part: &[u8], name: &str) -> bool {
+    part.eq_ignore_ascii_case(name.as_bytes())
+}
+
+/// Whether `rule` matches `path`, whose file name, lower-cased, is `name` (the one allocation a check makes).
+fn matches(rule: Match, name: &str, path: &Path) -> bool {
     match rule {
         Name(n) => name == n,
         Prefix(p) => name.len() > p.len() && name.starts_with(p),
         Suffix(s) => name.len() > s.len() && name.ends_with(s),
         Affix(p, s) => name.len() > p.len() + s.len() && name.starts_with(p) && name.ends_with(s),
         Tail(tail) => {
-            parts.len() >= tail.len()
-                && parts[parts.len() - tail.len()..]
-                    .iter()
-                    .zip(tail)
-                    .all(|(have, want)| *want == "*" || have == want)
+            let mut parts = components(path);
+            tail.iter().rev().all(|want| parts.next().is_some_and(|have| *want == "*" || is(have, want)))
         }
-        Under(dir) => parts[..parts.len() - 1].iter().any(|p| p == dir),
+        Under(dir) => components(path).skip(1).any(|part| is(part, dir)),
     }
 }
 
 /// What kind of secret file `path` is, or `None` when it is not one.
 pub fn secret_kind(path: &Path) -> Option<&'static str> {
-    let parts = components(path);
-    if NOT_SECRET.iter().any(|m| matches(*m, &parts)) {
+    let name = String::from_utf8_lossy(components(path).next()?).to_ascii_lowercase();
+    if NOT_SECRET.iter().any(|m| matches(*m, &name, path)) {
         return None;
     }
-    SECRET_FILES.iter().find(|r| matches(r.matches, &parts)).map(|r| r.what)
+    SECRET_FILES.iter().find(|r| matches(r.matches, &name, path)).map(|r| r.what)
 }
 
 /// Whether `path` names a secret file (see the module docs). Relative paths and shell words (`~/.ssh/id_rsa`)

@@ -6,9 +6,9 @@
 //! are never entered, and secret files are left out (counted, never named): a search reaches one only when the
 //! user approves it by name.
 //!
-//! One thread walks depth first (memory stays bounded by the directories still to visit) and hands paths to
-//! worker threads through a bounded queue; the workers inspect and visit them. A directory's ignore files are
-//! read only when its listing shows them. Nothing here opens a file but the ignore files, read safely.
+//! Every thread of a walk takes the newest directory queued, lists it, checks and visits its files itself and
+//! queues its subdirectories (newest first keeps the queue as small as a depth-first walk's, and no file is
+//! handed between threads). A directory's ignore files are read only when its listing shows them. Nothing here opens a file but the ignore files, read safely.
 //!
 //! The API: [`Walker`] (`Walker::new(root, &stack)` with `max_depth`, `keep`, `cancel`, `deadline`, then
 //! `files`, `visit` or `paths`). [`visit`] and [`files`] are the older entry points (the built-in defaults
@@ -17,8 +17,8 @@
 //! Owns which files a search may see. Must not read file contents.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
 use tokio_util::sync::CancellationToken;
@@ -27,9 +27,7 @@ use super::ignore_rules::{Level, Present, Stack};
 use super::regular;
 use super::secret_files::is_secret_path;
 
-/// Files waiting for a worker.
-const QUEUE: usize = 1_024;
-/// Most worker threads a walk uses.
+/// Most threads a walk uses.
 const MAX_WORKERS: usize = 8;
 
 /// A file found by the walk.
@@ -98,45 +96,36 @@ impl<'a> Walker<'a> {
     /// Call `visit` with the path of every file that passes, on worker threads (several at once). The path
     /// was a regular file when listed; nothing was opened or inspected yet.
     pub fn paths(&self, visit: &(dyn Fn(PathBuf) + Sync)) -> Summary {
-        if regular::is_virtual(self.root) {
-            return Summary::default();
-        }
-        let run = Run { walker: self, secret: AtomicUsize::new(0), timed_out: AtomicBool::new(false) };
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_WORKERS);
-        let (sender, receiver) = std::sync::mpsc::sync_channel::<PathBuf>(QUEUE);
-        let receiver = Mutex::new(receiver);
-        std::thread::scope(|scope| {
-            for _ in 0..workers {
-                scope.spawn(|| {
-                    loop {
-                        let next = match receiver.lock() {
-                            Ok(receiver) => receiver.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(path) = next else { return };
-                        if !run.stopped() {
-                            visit(path);
-                        }
-                    }
-                });
-            }
-            run.walk(&|path| {
-                let _ = sender.send(path);
-            });
-            drop(sender);
-        });
-        Summary { secret_files: run.secret.into_inner(), timed_out: run.timed_out.into_inner() }
+        self.run(Visitor::Path(visit))
     }
 
     /// Call `visit` for every file that passes, with its size and modification time, on worker threads.
     pub fn visit(&self, visit: &(dyn Fn(Found) + Sync)) -> Summary {
-        self.paths(&|path| {
-            let Ok(meta) = std::fs::symlink_metadata(&path) else { return };
-            if meta.is_file() {
-                let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                visit(Found { path, modified, len: meta.len() });
+        self.run(Visitor::Found(visit))
+    }
+
+    fn run(&self, visit: Visitor<'_>) -> Summary {
+        if regular::is_virtual(self.root) {
+            return Summary::default();
+        }
+        let run = Run {
+            walker: self,
+            secret: AtomicUsize::new(0),
+            timed_out: AtomicBool::new(false),
+            queue: Mutex::new(Queue {
+                dirs: vec![Dir { path: self.root.to_path_buf(), depth: 0, rules: None }],
+                busy: 0,
+            }),
+            wake: Condvar::new(),
+        };
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(MAX_WORKERS);
+        std::thread::scope(|scope| {
+            for _ in 1..workers {
+                scope.spawn(|| run.work(visit));
             }
-        })
+            run.work(visit);
+        });
+        Summary { secret_files: run.secret.into_inner(), timed_out: run.timed_out.into_inner() }
     }
 
     /// Every file that passes.
@@ -155,11 +144,71 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// One walk in progress.
+/// What a walk calls for each file that passes.
+#[derive(Clone, Copy)]
+enum Visitor<'v> {
+    /// The path alone, not inspected.
+    Path(&'v (dyn Fn(PathBuf) + Sync)),
+    /// The path with its size and modification time (read through the directory, not the whole path).
+    Found(&'v (dyn Fn(Found) + Sync)),
+}
+
+impl Visitor<'_> {
+    fn call(self, entry: &std::fs::DirEntry, path: PathBuf) {
+        match self {
+            Visitor::Path(visit) => visit(path),
+            Visitor::Found(visit) => {
+                let Ok(meta) = entry.metadata() else { return };
+                if meta.is_file() {
+                    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                    visit(Found { path, modified, len: meta.len() });
+                }
+            }
+        }
+    }
+}
+
+/// A directory waiting to be listed, with the rules of the directory above it (`None`: the root, whose rules
+/// are the stack's level for it).
+struct Dir {
+    path: PathBuf,
+    depth: usize,
+    rules: Option<Level>,
+}
+
+/// The directories still to list, and how many threads are listing one (they may add more).
+struct Queue {
+    dirs: Vec<Dir>,
+    busy: usize,
+}
+
+/// One walk in progress: every thread takes a directory, lists it, visits its files itself and queues its
+/// subdirectories. Taking the newest directory first keeps the queue as small as a depth-first walk's.
 struct Run<'w, 'a> {
     walker: &'w Walker<'a>,
     secret: AtomicUsize,
     timed_out: AtomicBool,
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+/// A directory being listed: when dropped (also if `visit` panics, so no thread waits forever) its
+/// subdirectories join the queue and the lister is no longer busy.
+struct Listed<'r, 'w, 'a> {
+    run: &'r Run<'w, 'a>,
+    subdirs: Vec<Dir>,
+}
+
+impl Drop for Listed<'_, '_, '_> {
+    fn drop(&mut self) {
+        let mut queue = self.run.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        queue.busy -= 1;
+        let more = !self.subdirs.is_empty();
+        queue.dirs.append(&mut self.subdirs);
+        if more || queue.busy == 0 {
+            self.run.wake.notify_all();
+        }
+    }
 }
 
 impl Run<'_, '_> {
@@ -178,52 +227,95 @@ impl Run<'_, '_> {
         false
     }
 
-    /// Walk depth first from the root, sending every file that passes to `send`.
-    fn walk(&self, send: &dyn Fn(PathBuf)) {
-        let root = self.walker.root;
-        let mut pending: Vec<(PathBuf, usize, Level)> =
-            vec![(root.to_path_buf(), 0, self.walker.stack.level(root))];
-        let mut first = true;
-        while let Some((dir, depth, above)) = pending.pop() {
-            if self.stopped() {
-                return;
-            }
-            let Ok(listing) = std::fs::read_dir(&dir) else { continue };
-            let mut entries = Vec::new();
-            let mut present = Present::default();
-            for entry in listing.flatten() {
-                present.note(&entry.file_name());
-                entries.push(entry);
-            }
-            // The root's own files were read with the levels above it.
-            let rules = if first { above } else { above.enter(&dir, present) };
-            first = false;
-            for entry in entries {
-                let Ok(kind) = entry.file_type() else { continue };
-                let path = entry.path();
-                if kind.is_dir() {
-                    let deeper = self.walker.max_depth.is_none_or(|max| depth + 1 < max);
-                    if deeper && !regular::is_virtual(&path) && !rules.ignores(&path, true) {
-                        pending.push((path, depth + 1, rules.clone()));
-                    }
-                } else if kind.is_file() && !rules.ignores(&path, false) {
-                    self.file(path, send);
-                }
+    /// One thread's share: list directories until none is left and no other thread can add one.
+    fn work(&self, visit: Visitor<'_>) {
+        while let Some(dir) = self.next() {
+            let mut listed = Listed { run: self, subdirs: Vec::new() };
+            if !self.stopped() {
+                listed.subdirs = self.list(dir, visit);
             }
         }
     }
 
-    fn file(&self, path: PathBuf, send: &dyn Fn(PathBuf)) {
-        let rel = path.strip_prefix(self.walker.root).unwrap_or(&path);
-        if !(self.walker.keep)(rel) {
-            return;
+    /// The next directory to list, or `None` when the walk is over.
+    fn next(&self) -> Option<Dir> {
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(dir) = queue.dirs.pop() {
+                queue.busy += 1;
+                return Some(dir);
+            }
+            if queue.busy == 0 {
+                return None;
+            }
+            queue = self.wake.wait(queue).unwrap_or_else(PoisonError::into_inner);
         }
-        if is_secret_path(&path) {
-            self.secret.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        send(path);
     }
+
+    /// List `dir`: visit the files that pass and return the subdirectories to walk.
+    fn list(&self, dir: Dir, visit: Visitor<'_>) -> Vec<Dir> {
+        let Ok(listing) = std::fs::read_dir(&dir.path) else { return Vec::new() };
+        let mut entries = Vec::new();
+        let mut present = Present::default();
+        for entry in listing.flatten() {
+            present.note(&entry.file_name());
+            entries.push(entry);
+        }
+        // The root's own files were read with the levels above it.
+        let rules = match &dir.rules {
+            Some(above) => above.enter(&dir.path, present),
+            None => self.walker.stack.level(&dir.path),
+        };
+        let mut subdirs = Vec::new();
+        for entry in entries {
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                let deeper = self.walker.max_depth.is_none_or(|max| dir.depth + 1 < max);
+                if deeper && !regular::is_virtual(&path) && !rules.ignores(&path, true) {
+                    subdirs.push(Dir { path, depth: dir.depth + 1, rules: Some(rules.clone()) });
+                }
+            } else if kind.is_file() && self.passes(&path, &rules) {
+                if self.stopped() {
+                    break;
+                }
+                visit.call(&entry, path);
+            }
+        }
+        subdirs
+    }
+
+    /// Whether the file `path` is visited: kept, not ignored, and not a secret (which is counted).
+    fn passes(&self, path: &Path, rules: &Level) -> bool {
+        let rel = relative(path, self.walker.root);
+        if !(self.walker.keep)(rel) || rules.ignores(path, false) {
+            return false;
+        }
+        if is_secret_path(path) {
+            self.secret.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+}
+
+/// `path` relative to `root`, which it was built from by joining names: the bytes after the root and one
+/// separator (comparing components would cost more than the rest of a file's checks).
+#[cfg(unix)]
+fn relative<'p>(path: &'p Path, root: &Path) -> &'p Path {
+    use std::os::unix::ffi::OsStrExt;
+    let (bytes, head) = (path.as_os_str().as_bytes(), root.as_os_str().as_bytes());
+    let rest = match bytes.strip_prefix(head) {
+        Some([b'/', rest @ ..]) => rest,
+        Some(rest) if head.ends_with(b"/") => rest,
+        _ => return path.strip_prefix(root).unwrap_or(path),
+    };
+    Path::new(std::ffi::OsStr::from_bytes(rest))
+}
+
+#[cfg(not(unix))]
+fn relative<'p>(path: &'p Path, root: &Path) -> &'p Path {
+    path.strip_prefix(root).unwrap_or(path)
 }
 
 /// Call `visit` for every regular file under `root` (to `max_depth` levels) whose path relative to `root` passes

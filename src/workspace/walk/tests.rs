@@ -145,3 +145,55 @@ fn paths_are_handed_over_without_being_inspected_and_keep_sees_relative_paths() 
     assert_eq!(seen, vec![dir.path().join("a.rs"), dir.path().join("src/b.rs")]);
     assert_eq!(summary, Summary { secret_files: 0, timed_out: false });
 }
+
+#[test]
+fn every_file_of_a_wide_and_deep_tree_is_visited_exactly_once_with_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for a in 0..12 {
+        for b in 0..4 {
+            for (n, rel) in [format!("d{a}/f{a}"), format!("d{a}/e{b}/g{b}/f{a}_{b}")].into_iter().enumerate()
+            {
+                if n == 0 && b > 0 {
+                    continue;
+                }
+                touch(dir.path(), &rel);
+                expected.push(rel);
+            }
+        }
+    }
+    expected.sort();
+    let stack = Stack::plain(dir.path());
+    let walked = Walker::new(dir.path(), &stack).files();
+    let mut seen: Vec<String> = walked
+        .files
+        .iter()
+        .inspect(|f| assert_eq!(f.len, 1, "{}", f.path.display()))
+        .map(|f| f.path.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned())
+        .collect();
+    seen.sort();
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn a_visitor_that_panics_ends_the_walk_with_its_panic_instead_of_leaving_threads_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..20 {
+        touch(dir.path(), &format!("d{i}/f"));
+    }
+    let stack = Stack::plain(dir.path());
+    let walk =
+        std::panic::AssertUnwindSafe(|| Walker::new(dir.path(), &stack).paths(&|_| panic!("visitor failed")));
+    let outcome = std::panic::catch_unwind(walk);
+    assert!(outcome.is_err());
+}
+
+#[test]
+fn relative_paths_are_the_bytes_after_the_root_and_its_separator() {
+    assert_eq!(relative(Path::new("/a/b/c/d.rs"), Path::new("/a/b")), Path::new("c/d.rs"));
+    assert_eq!(relative(Path::new("/a/b/c"), Path::new("/a/b/")), Path::new("c"));
+    assert_eq!(relative(Path::new("/x"), Path::new("/")), Path::new("x"));
+    // Not built from the root by a join: the component-wise answer, or the path itself.
+    assert_eq!(relative(Path::new("/a/bc/d"), Path::new("/a/b")), Path::new("/a/bc/d"));
+    assert_eq!(relative(Path::new("/a/./b/c"), Path::new("/a/b")), Path::new("c"));
+}

@@ -37,6 +37,7 @@
 //! | `config`     | environment and config files, the providers and their key binding (`providers`), project trust (which project settings need it, the user's trust record), writing the user's file on sign-in (`user`), subagents defined in config files (`agents`) |
 //! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
+//! | `warm`       | start-up work beside the first requests, on low-priority threads of its own |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
 //!
 //! # Dependency rule
@@ -89,5 +90,6 @@ pub mod setup;
 pub mod shell;
 pub mod store;
 pub mod tool;
+pub mod warm;
 pub mod web;
 pub mod workspace;

@@ -66,7 +66,7 @@ fn main() -> ExitCode {
     }
     tune_allocator();
     // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
-    let cli = Cli::parse();
+    let cli = parse();
     // Orphans of commands (daemons, `setsid`) are re-parented here rather than to init, so they can be killed.
     tinycode::shell::tree::become_subreaper();
     if let Some(executable) = supervisor_executable() {
@@ -81,6 +81,18 @@ fn main() -> ExitCode {
     // Nothing this process started may outlive it.
     tinycode::shell::process::kill_every_descendant();
     exit.into()
+}
+
+/// The command line. `tinycode acp` alone, the command editors run, is recognised without building the whole
+/// parser (a third of a millisecond of every start); anything else goes through clap.
+fn parse() -> Cli {
+    let mut args = std::env::args_os().skip(1);
+    if let (Some(first), None) = (args.next(), args.next())
+        && first == "acp"
+    {
+        return Cli { command: Command::Acp(cli::AcpArgs { setup: false }) };
+    }
+    Cli::parse()
 }
 
 /// This very binary, even if it was replaced or deleted since it started.
@@ -134,7 +146,11 @@ async fn serve_stdio() -> Exit {
     if std::io::stdin().is_terminal() {
         say(WAITING);
     }
-    let serve = acp::serve(acp::stdio::transport(), Sources::from_process());
+    let transport = match acp::stdio::transport() {
+        Ok(transport) => transport,
+        Err(e) => return fail(Exit::Failed, &format!("cannot start the stdio threads: {e}")),
+    };
+    let serve = acp::serve(transport, Sources::from_process());
     tokio::select! {
         result = serve => match result {
             Ok(()) => Exit::Done,

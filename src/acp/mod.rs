@@ -117,15 +117,13 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
 
 /// Serve one ACP connection with the built-in tools until the client closes it.
 pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources) -> Result<(), Error> {
-    // Beside the rest of the start-up, not before it: `initialize` needs the model catalogue, the first requests
-    // their params schemas; whatever is not ready yet is built on first use.
-    let warm = || {
+    // Beside the rest of the start-up, not before it: `initialize` needs the model catalogue and its params
+    // schema, the later requests their own schemas; whatever is not ready yet is built on first use.
+    let urgent = || {
         crate::llm::catalogue::warm();
-        params::warm();
+        params::warm_initialize();
     };
-    if let Err(e) = std::thread::Builder::new().name("tinycode-warm".into()).spawn(warm) {
-        tracing::debug!(error = %e, "the catalogue and schemas will be built on first use");
-    }
+    crate::warm::spawn("tinycode-warm", urgent, params::warm);
     serve_with(transport, Manager::new(sources)).await
 }
 

@@ -8,6 +8,7 @@
 
 use std::sync::OnceLock;
 
+#[cfg(test)]
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{Client, ConnectionTo, Dispatch, Error, ErrorCode, HandleDispatchFrom, Handled};
 use serde_json::{Map, Value};
@@ -26,38 +27,64 @@ const METHODS: [&str; 10] = [
     "session/set_config_option",
 ];
 
-/// The schema of a request the agent answers, built the first time it is needed (one method at a time: building
-/// them all made the first `initialize` wait for the prompt's large schema).
-fn schema_of(method: &str) -> Option<&'static Value> {
-    fn schema<T: schemars::JsonSchema>(cell: &'static OnceLock<Value>) -> &'static Value {
-        cell.get_or_init(|| schemars::schema_for!(T).to_value())
-    }
-    macro_rules! cached {
-        ($t:ty) => {{
-            static CELL: OnceLock<Value> = OnceLock::new();
-            schema::<$t>(&CELL)
-        }};
-    }
-    Some(match method {
-        "initialize" => cached!(acp::InitializeRequest),
-        "session/new" => cached!(acp::NewSessionRequest),
-        "session/load" => cached!(acp::LoadSessionRequest),
-        "session/resume" => cached!(acp::ResumeSessionRequest),
-        "session/list" => cached!(acp::ListSessionsRequest),
-        "session/close" => cached!(acp::CloseSessionRequest),
-        "session/delete" => cached!(acp::DeleteSessionRequest),
-        "session/set_mode" => cached!(acp::SetSessionModeRequest),
-        "session/set_config_option" => cached!(acp::SetSessionConfigOptionRequest),
-        "session/prompt" => cached!(acp::PromptRequest),
-        _ => return None,
-    })
+/// The schema of each checked request, as the SDK's types give it (`schemars`), stored in `schemas/` and compiled
+/// in: generating one at run time took up to a millisecond (the first `initialize` waited for it), parsing the
+/// stored text takes a few microseconds. A test regenerates them and fails when the SDK's types changed
+/// (`UPDATE_SCHEMAS=1 cargo test --lib acp::params` rewrites the files).
+macro_rules! stored_schemas {
+    ($($method:literal => $file:literal, $t:ty;)*) => {
+        /// The stored schema text of `method`.
+        fn stored(method: &str) -> Option<&'static str> {
+            match method {
+                $($method => Some(include_str!(concat!("schemas/", $file))),)*
+                _ => None,
+            }
+        }
+
+        /// Each method with its stored file name and the schema the SDK's types give it now.
+        #[cfg(test)]
+        fn generated() -> Vec<(&'static str, &'static str, Value)> {
+            vec![$(($method, $file, schemars::schema_for!($t).to_value()),)*]
+        }
+    };
 }
 
-/// Build every schema now (on a start-up thread of its own, beside the first requests).
+stored_schemas! {
+    "initialize" => "initialize.json", acp::InitializeRequest;
+    "session/new" => "session_new.json", acp::NewSessionRequest;
+    "session/load" => "session_load.json", acp::LoadSessionRequest;
+    "session/resume" => "session_resume.json", acp::ResumeSessionRequest;
+    "session/list" => "session_list.json", acp::ListSessionsRequest;
+    "session/close" => "session_close.json", acp::CloseSessionRequest;
+    "session/delete" => "session_delete.json", acp::DeleteSessionRequest;
+    "session/set_mode" => "session_set_mode.json", acp::SetSessionModeRequest;
+    "session/set_config_option" => "session_set_config_option.json", acp::SetSessionConfigOptionRequest;
+    "session/prompt" => "session_prompt.json", acp::PromptRequest;
+}
+
+/// The parsed schema of `method`, parsed the first time it is needed (one method at a time).
+fn schema_of(method: &str) -> Option<&'static Value> {
+    static PARSED: [OnceLock<Option<Value>>; METHODS.len()] = [const { OnceLock::new() }; METHODS.len()];
+    let index = METHODS.iter().position(|m| *m == method)?;
+    PARSED[index]
+        .get_or_init(|| {
+            serde_json::from_str(stored(method)?)
+                .map_err(|e| tracing::error!(method, error = %e, "a stored params schema does not parse"))
+                .ok()
+        })
+        .as_ref()
+}
+
+/// Parse every schema now (on a start-up thread of its own, beside the first requests).
 pub fn warm() {
-    for method in METHODS {
+    for method in METHODS.into_iter().skip(1) {
         schema_of(method);
     }
+}
+
+/// Parse the schema of `initialize`, the first request (the others are parsed by [`warm`]).
+pub fn warm_initialize() {
+    schema_of(METHODS[0]);
 }
 
 /// Check `params` of `method`; methods without a schema here pass.
@@ -248,6 +275,26 @@ fn is_type(value: &Value, json_type: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_stored_schemas_are_what_the_sdk_types_give_for_every_checked_method() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/acp/schemas");
+        let generated = generated();
+        let methods: Vec<&str> = generated.iter().map(|(method, _, _)| *method).collect();
+        assert_eq!(methods.len(), METHODS.len());
+        assert!(METHODS.iter().all(|m| methods.contains(m)), "{methods:?}");
+        for (method, file, schema) in generated {
+            let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            if std::env::var_os("UPDATE_SCHEMAS").is_some() {
+                std::fs::write(dir.join(file), &text).unwrap();
+                continue;
+            }
+            assert!(
+                stored(method) == Some(text.as_str()),
+                "{method}: the SDK's types changed; run UPDATE_SCHEMAS=1 cargo test --lib acp::params"
+            );
+        }
+    }
 
     fn refused(method: &str, params: Value) -> (String, Value) {
         let error = check(method, &params).expect_err("accepted");

@@ -1,5 +1,6 @@
 //! The stdio transport: the editor's byte streams as JSON-RPC frames. stdin and stdout are read and written on
-//! `blocking`'s own threads (as the SDK's `Stdio` does, so a pending stdin read never holds up the process exit).
+//! two threads of their own, started with the transport before anything else (a pending stdin read never holds
+//! up the process exit; nothing waits for a thread to be created when the first line arrives or leaves).
 //! Lines are bounded ([`lines`](super::lines)) and every line the agent cannot read is answered
 //! ([`frames`](super::frames)) while serving goes on: nothing on stdin ends the connection but its end. Once the
 //! editor has closed its end of stdout, further frames are dropped quietly: the editor is gone, and the stdin EOF
@@ -7,8 +8,10 @@
 //!
 //! Owns the process's stdin and stdout. Nothing else may write to stdout.
 
-use std::io;
+use std::future::Future;
+use std::io::{self, Read, Write};
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
 use agent_client_protocol::{Channel, ConnectTo, Error, Role, TransportFrame};
@@ -16,62 +19,152 @@ use futures::channel::mpsc::UnboundedSender;
 use futures::future::{AbortHandle, Abortable, Either};
 use futures::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use futures::{FutureExt, Stream, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::PollSender;
 
 use super::frames::{self, Routed};
 use super::lines::LineReader;
 
-/// stdout that turns a broken pipe into silence.
+/// Frames waiting for the stdout thread; a full queue makes the agent wait (the editor is not reading).
+const OUTGOING_FRAMES: usize = 256;
+/// Chunks of stdin read ahead of the connection.
+const INCOMING_CHUNKS: usize = 16;
+/// The size of one read from stdin.
+const CHUNK: usize = 64 * 1024;
+
+/// stdout, written by a thread of its own that starts with the transport (so the first answer does not wait
+/// for a thread to be created) and that turns a broken pipe into silence.
 pub struct Outgoing {
-    inner: blocking::Unblock<io::Stdout>,
-    gone: bool,
+    frames: PollSender<Vec<u8>>,
+    /// Resolved when the thread has written everything and ended.
+    done: Option<oneshot::Receiver<()>>,
+    /// Why writing failed (other than a broken pipe), once it has.
+    failed: Arc<Mutex<Option<io::ErrorKind>>>,
 }
 
 impl Outgoing {
-    /// Treat a broken pipe as the reader having gone away; other results pass through.
-    fn settle<T>(&mut self, result: io::Result<T>, quiet: T) -> io::Result<T> {
-        match result {
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
-                if !self.gone {
-                    tracing::info!("the editor closed stdout; dropping further frames");
+    fn start() -> io::Result<Self> {
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(OUTGOING_FRAMES);
+        let (finished, done) = oneshot::channel();
+        let failed = Arc::new(Mutex::new(None));
+        let record = failed.clone();
+        std::thread::Builder::new().name("tinycode-stdout".into()).spawn(move || {
+            let mut gone = false;
+            while let Some(frame) = rx.blocking_recv() {
+                if gone {
+                    continue;
                 }
-                self.gone = true;
-                Ok(quiet)
+                let mut stdout = io::stdout().lock();
+                match stdout.write_all(&frame).and_then(|()| stdout.flush()) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                        tracing::info!("the editor closed stdout; dropping further frames");
+                        gone = true;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "stdout failed");
+                        *record.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.kind());
+                        gone = true;
+                    }
+                }
             }
-            other => other,
-        }
+            let _ = finished.send(());
+        })?;
+        Ok(Self { frames: PollSender::new(tx), done: Some(done), failed })
+    }
+
+    fn failure(&self) -> Option<io::Error> {
+        self.failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|kind| io::Error::new(kind, "stdout failed"))
     }
 }
 
 impl AsyncWrite for Outgoing {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        if self.gone {
-            return Poll::Ready(Ok(buf.len()));
+        if let Some(e) = self.failure() {
+            return Poll::Ready(Err(e));
         }
-        let result = std::task::ready!(Pin::new(&mut self.inner).poll_write(cx, buf));
-        Poll::Ready(self.settle(result, buf.len()))
+        let closed = || io::Error::new(io::ErrorKind::BrokenPipe, "the stdout thread ended");
+        if std::task::ready!(self.frames.poll_reserve(cx)).is_err() {
+            return Poll::Ready(Err(closed()));
+        }
+        match self.frames.send_item(buf.to_vec()) {
+            Ok(()) => Poll::Ready(Ok(buf.len())),
+            Err(_) => Poll::Ready(Err(closed())),
+        }
     }
 
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.gone {
-            return Poll::Ready(Ok(()));
-        }
-        let result = std::task::ready!(Pin::new(&mut self.inner).poll_flush(cx));
-        Poll::Ready(self.settle(result, ()))
+    /// Each frame is written and flushed by the thread as soon as it gets it.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.failure().map_or(Ok(()), Err))
     }
 
+    /// Wait until the thread has written every frame handed over.
     fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.gone {
-            return Poll::Ready(Ok(()));
+        self.frames.close();
+        if let Some(done) = self.done.as_mut() {
+            let _ = std::task::ready!(Pin::new(done).poll(cx));
+            self.done = None;
         }
-        let result = std::task::ready!(Pin::new(&mut self.inner).poll_close(cx));
-        Poll::Ready(self.settle(result, ()))
+        Poll::Ready(self.failure().map_or(Ok(()), Err))
     }
 }
 
-/// The process's stdin and stdout as one ACP transport.
-pub fn transport() -> Transport<Outgoing, blocking::Unblock<io::Stdin>> {
-    let outgoing = Outgoing { inner: blocking::Unblock::new(io::stdout()), gone: false };
-    Transport::new(outgoing, blocking::Unblock::new(io::stdin()))
+/// stdin, read by a thread of its own that starts with the transport, so the editor's first line is already
+/// read when the connection starts. The thread blocks in `read` and never holds up the process's exit.
+pub struct Incoming {
+    chunks: mpsc::Receiver<io::Result<Vec<u8>>>,
+    /// The rest of the chunk being handed out.
+    pending: Vec<u8>,
+    taken: usize,
+}
+
+impl Incoming {
+    fn start() -> io::Result<Self> {
+        let (tx, rx) = mpsc::channel(INCOMING_CHUNKS);
+        std::thread::Builder::new().name("tinycode-stdin".into()).spawn(move || {
+            let mut stdin = io::stdin().lock();
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let read = match stdin.read(&mut buf) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => other,
+                };
+                let end = matches!(read, Ok(0) | Err(_));
+                if tx.blocking_send(read.map(|n| buf[..n].to_vec())).is_err() || end {
+                    return;
+                }
+            }
+        })?;
+        Ok(Self { chunks: rx, pending: Vec::new(), taken: 0 })
+    }
+}
+
+impl AsyncRead for Incoming {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        if self.taken == self.pending.len() {
+            match std::task::ready!(self.chunks.poll_recv(cx)) {
+                Some(Ok(chunk)) => {
+                    self.pending = chunk;
+                    self.taken = 0;
+                }
+                Some(Err(e)) => return Poll::Ready(Err(e)),
+                None => return Poll::Ready(Ok(0)),
+            }
+        }
+        let n = buf.len().min(self.pending.len() - self.taken);
+        let from = self.taken;
+        buf[..n].copy_from_slice(&self.pending[from..from + n]);
+        self.taken += n;
+        Poll::Ready(Ok(n))
+    }
+}
+
+/// The process's stdin and stdout as one ACP transport, their threads started now.
+pub fn transport() -> io::Result<Transport<Outgoing, Incoming>> {
+    Ok(Transport::new(Outgoing::start()?, Incoming::start()?))
 }
 
 /// Newline-delimited JSON-RPC over a pair of byte streams, with bounded lines and answers for unreadable ones.

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -63,13 +63,25 @@ async fn schedule_stored_jobs(store: &Store, scheduler: &Scheduler) {
     }
 }
 
+/// The built-in tools, with the web tools' settings from the user's own file and environment only, never a
+/// project's.
+fn built_in(sources: &Sources) -> Arc<Registry> {
+    let web = crate::config::web::WebSettings::load(sources).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "web tool settings ignored");
+        crate::config::web::WebSettings::default()
+    });
+    Arc::new(crate::builtin::registry_with(&web))
+}
+
 /// Sessions listed per page.
 pub const PAGE_SIZE: usize = 50;
 
 /// All sessions of one process.
 pub struct Manager {
     sources: Sources,
-    registry: Arc<Registry>,
+    /// The tools sessions start with. The built-in set is built on a thread of its own as the manager is created
+    /// (the largest part of start-up, which `initialize` does not need); the first session waits for it.
+    registry: Arc<OnceLock<Arc<Registry>>>,
     bus: Bus,
     locks: Arc<FileLocks>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
@@ -94,16 +106,22 @@ pub struct Manager {
 
 impl Manager {
     pub fn new(sources: Sources) -> Self {
-        // The web tools' settings come from the user's own file and environment only, never a project's.
-        let web = crate::config::web::WebSettings::load(&sources).unwrap_or_else(|e| {
-            tracing::error!(error = %e, "web tool settings ignored");
-            crate::config::web::WebSettings::default()
-        });
-        Self::with_registry(sources, Arc::new(crate::builtin::registry_with(&web)))
+        let manager = Self::with_tools(sources, Arc::new(OnceLock::new()));
+        let (registry, sources) = (manager.registry.clone(), manager.sources.clone());
+        let build = move || {
+            registry.get_or_init(|| built_in(&sources));
+        };
+        // Should the thread not start, the first session builds the tools itself.
+        crate::warm::spawn("tinycode-tools", || {}, build);
+        manager
     }
 
     /// A manager whose sessions use `registry` (tests and embedders add their own tools).
     pub fn with_registry(sources: Sources, registry: Arc<Registry>) -> Self {
+        Self::with_tools(sources, Arc::new(OnceLock::from(registry)))
+    }
+
+    fn with_tools(sources: Sources, registry: Arc<OnceLock<Arc<Registry>>>) -> Self {
         let targets = crate::llm::detect::default_targets(sources.var("OLLAMA_HOST"));
         Self {
             detector: Arc::new(Detector::new(targets)),
@@ -201,6 +219,11 @@ impl Manager {
             .clone()
     }
 
+    /// The tools new sessions start with (waiting for the built-in set while it is being built).
+    fn registry(&self) -> &Arc<Registry> {
+        self.registry.get_or_init(|| built_in(&self.sources))
+    }
+
     fn live(&self, id: &str) -> Option<Arc<Session>> {
         lock(&self.sessions).get(id).cloned()
     }
@@ -234,27 +257,22 @@ impl Manager {
         let store =
             self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
         let mode = Mode::parse(&row.mode).unwrap_or(Mode::Build);
-        // Listing and reading agent files is blocking file I/O: never on the async runtime.
+        // Listing and reading agent files is blocking file I/O: never on the async runtime. The project's
+        // remembered rules are read from the store meanwhile.
         let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
-        let agent_files =
-            tokio::task::spawn_blocking(move || super::agents::discover(home.as_deref(), &root))
-                .await
-                .map(Arc::new)
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "the agent files could not be read");
-                    Arc::default()
-                });
+        let agents = tokio::task::spawn_blocking(move || super::agents::discover(home.as_deref(), &root));
+        let (agent_files, rem) = tokio::join!(agents, self.remembered(&row.cwd));
+        let agent_files = agent_files.map(Arc::new).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the agent files could not be read");
+            Arc::default()
+        });
         let settings = Settings {
             mode,
             model: row.model.clone().unwrap_or_else(|| config.model.clone()),
             thought_level: row.thought_level.clone(),
         };
-        let perms = permission::Service::new(
-            mode.id(),
-            self.remembered(&row.cwd).await,
-            config.permission_rules.clone(),
-            seams.approver.clone(),
-        );
+        let perms =
+            permission::Service::new(mode.id(), rem, config.permission_rules.clone(), seams.approver.clone());
         let link = Arc::new(std::sync::OnceLock::new());
         let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
         mcp.set_elicitor(seams.elicitor.clone());
@@ -298,7 +316,7 @@ impl Manager {
             catalogue: self.catalogue.clone(),
             cwd: cwd.clone(),
             created_at: row.created_at,
-            registry: Arc::new(self.registry.fork()),
+            registry: Arc::new(self.registry().fork()),
             perms: Arc::new(perms),
             sink: Mutex::new(seams.sink),
             settings_sink: Mutex::new(seams.settings.clone()),

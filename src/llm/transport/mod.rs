@@ -68,10 +68,12 @@ pub fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// The process's HTTP client, once built.
+static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
+
 /// One HTTP client for the whole process: building one loads the platform's root certificates, which is far
 /// too slow to do per session.
 pub fn http() -> Result<&'static reqwest::Client, LlmError> {
-    static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
             install_crypto();
@@ -84,11 +86,21 @@ pub fn http() -> Result<&'static reqwest::Client, LlmError> {
         .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))
 }
 
-/// The HTTP client, built off the async runtime's threads the first time (it loads TLS roots).
+/// The HTTP client, built off the async runtime's threads the first time: loading the TLS roots costs
+/// milliseconds of CPU, so it runs at a low priority (`warm`) and the answers the editor waits for go first.
 pub async fn http_off_runtime() -> Result<&'static reqwest::Client, LlmError> {
-    tokio::task::spawn_blocking(http)
-        .await
-        .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))?
+    if CLIENT.get().is_some() {
+        return http();
+    }
+    let (built, wait) = tokio::sync::oneshot::channel();
+    crate::warm::spawn("tinycode-http", || {}, move || drop(built.send(http())));
+    match wait.await {
+        Ok(client) => client,
+        // No thread could be started: build it on the runtime's blocking pool instead.
+        Err(_) => tokio::task::spawn_blocking(http)
+            .await
+            .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))?,
+    }
 }
 
 /// How one attempt failed.

@@ -5,7 +5,7 @@
 //!
 //! Owns the probes. Never connects beyond loopback: every target is built here from 127.0.0.1 and a port.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -98,9 +98,36 @@ pub struct Found {
     pub provider: Provider,
 }
 
-fn client() -> Option<reqwest::Client> {
-    transport::install_crypto();
-    reqwest::Client::builder().connect_timeout(CONNECT_TIMEOUT).timeout(PROBE_TIMEOUT).no_proxy().build().ok()
+/// The probes' HTTP client, one for the process. Building a client loads the platform's TLS roots (milliseconds of
+/// CPU): it used to be built for every probe, on the async runtime, after every `session/new` with a local model
+/// server that had not described its model yet. The first use builds it at a low priority, off the runtime.
+async fn client() -> Option<&'static reqwest::Client> {
+    static CLIENT: OnceLock<Option<reqwest::Client>> = OnceLock::new();
+    fn build() -> Option<reqwest::Client> {
+        transport::install_crypto();
+        reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(PROBE_TIMEOUT)
+            .no_proxy()
+            .build()
+            .ok()
+    }
+    if let Some(client) = CLIENT.get() {
+        return client.as_ref();
+    }
+    let (built, wait) = tokio::sync::oneshot::channel();
+    crate::warm::spawn(
+        "tinycode-probe",
+        || {},
+        move || {
+            let _ = built.send(CLIENT.get_or_init(build).is_some());
+        },
+    );
+    if wait.await.is_err() {
+        // No thread could be started: build it on the runtime's blocking pool instead.
+        let _ = tokio::task::spawn_blocking(|| CLIENT.get_or_init(build).is_some()).await;
+    }
+    CLIENT.get().and_then(Option::as_ref)
 }
 
 async fn get(client: &reqwest::Client, url: &str) -> Option<(reqwest::header::HeaderMap, String)> {
@@ -235,8 +262,8 @@ pub async fn describe(base_url: &str, model: &str) {
     {
         return;
     }
-    if let Some(client) = client() {
-        describe_with(&client, base_url, model).await;
+    if let Some(client) = client().await {
+        describe_with(client, base_url, model).await;
     }
 }
 
@@ -289,8 +316,8 @@ async fn describe_with(client: &reqwest::Client, base_url: &str, model: &str) {
 
 /// Probe `targets` in parallel; the servers found, in target order.
 pub async fn probe_all(targets: &[Target]) -> Vec<Found> {
-    let Some(client) = client() else { return Vec::new() };
-    let probes = targets.iter().map(|target| probe(&client, target));
+    let Some(client) = client().await else { return Vec::new() };
+    let probes = targets.iter().map(|target| probe(client, target));
     let found: Vec<Found> = futures::future::join_all(probes).await.into_iter().flatten().collect();
     // Two targets can reach the same server (OLLAMA_HOST on a default port): keep the first.
     let mut seen = std::collections::HashSet::new();
@@ -328,6 +355,12 @@ impl Detector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_probe_client_is_built_once_for_the_process_not_per_probe() {
+        let (first, second) = (client().await.unwrap(), client().await.unwrap());
+        assert!(std::ptr::eq(first, second));
+    }
 
     #[test]
     fn ollama_host_counts_only_when_it_names_this_machine() {

@@ -12,13 +12,16 @@ use std::sync::{Arc, Mutex};
 use super::coalesce::{self, Held, Pushed};
 use super::convert;
 use super::render::Renderer;
-use crate::agent::{AgentEvent, EventSink};
+use crate::agent::{AgentEvent, EventSink, SubagentState};
 use crate::display::Content;
 use crate::permission::{Approver, Ask, Category, Reply};
 use crate::session::SettingsSink;
 use crate::session::settings::{ConfigOption, Mode};
 use crate::shell::terminal::{ClientTerminals, TerminalExit, TerminalOutput};
 use crate::workspace::files::{ClientFs, EditorError};
+
+/// JSON-RPC's "internal error": how a subagent that failed is reported.
+const INTERNAL_ERROR: i32 = -32603;
 
 /// The connection to the editor, bound to one session.
 pub struct SessionClient {
@@ -29,9 +32,14 @@ pub struct SessionClient {
     renderer: std::sync::Mutex<Renderer>,
     /// Streamed text waiting to go out as one update (see `coalesce`).
     held: Arc<Mutex<Held>>,
+    /// The client shows subagents as sessions of their own (it declared `subagents`).
+    subagents: bool,
+    cwd: std::path::PathBuf,
+    /// The subagents' own sessions, as the client sees them (only when `subagents`).
+    children: Mutex<std::collections::HashMap<String, Arc<SessionClient>>>,
 }
 
-fn lock(held: &Mutex<Held>) -> std::sync::MutexGuard<'_, Held> {
+fn lock<T>(held: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     match held.lock() {
         Ok(guard) => guard,
         Err(poisoned) => poisoned.into_inner(),
@@ -53,8 +61,11 @@ impl SessionClient {
     ) -> Self {
         let compaction = capabilities.session.as_ref().is_some_and(|s| s.compaction.is_some());
         let notices = capabilities.session.as_ref().is_some_and(|s| s.notices.is_some());
+        let subagents = capabilities.subagents.is_some();
         let renderer = std::sync::Mutex::new(
-            Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd).with_notices(notices),
+            Renderer::new(wants_terminal_meta(&capabilities), compaction, cwd.clone())
+                .with_notices(notices)
+                .with_subagents(subagents),
         );
         Self {
             cx,
@@ -62,7 +73,62 @@ impl SessionClient {
             capabilities,
             renderer,
             held: Arc::default(),
+            subagents,
+            cwd,
+            children: Mutex::default(),
         }
+    }
+
+    /// The client of subagent `id`'s own session (made on its first event).
+    fn child(&self, id: &str) -> Arc<SessionClient> {
+        lock(&self.children)
+            .entry(id.to_string())
+            .or_insert_with(|| {
+                Arc::new(SessionClient::new(self.cx.clone(), id, self.capabilities.clone(), self.cwd.clone()))
+            })
+            .clone()
+    }
+
+    /// A subagent's run started or ended: `subagent_update` on this session (after the child's held text, so
+    /// its session reads in order). Patch semantics: what is not given stays as the client has it.
+    fn subagent_update(
+        &self,
+        child: &str,
+        title: Option<String>,
+        description: Option<String>,
+        state: SubagentState,
+    ) {
+        let known = lock(&self.children).get(child).cloned();
+        if let Some(client) = known {
+            client.flush();
+        }
+        let state = match state {
+            SubagentState::Running => acp::StateUpdate::Running(acp::RunningStateUpdate::new()),
+            SubagentState::Completed => {
+                acp::StateUpdate::Idle(acp::IdleStateUpdate::new().stop_reason(acp::IdleStopReason::EndTurn))
+            }
+            SubagentState::Cancelled => acp::StateUpdate::Idle(
+                acp::IdleStateUpdate::new().stop_reason(acp::IdleStopReason::Cancelled),
+            ),
+            SubagentState::Failed(message) => {
+                acp::StateUpdate::Idle(acp::IdleStateUpdate::new().stop_reason(acp::IdleStopReason::Error(
+                    acp::ErrorStopReason::new().error(acp::Error::new(INTERNAL_ERROR, message)),
+                )))
+            }
+        };
+        let mut update = acp::SubagentUpdate::new(child.to_string()).state(state);
+        if let Some(title) = title {
+            update = update
+                .title(title)
+                .capabilities(
+                    acp::SubagentSessionCapabilities::new().cancel(acp::SessionCancelCapabilities::new()),
+                )
+                .cwd(self.cwd.clone());
+        }
+        if let Some(description) = description {
+            update = update.description(description);
+        }
+        self.send(acp::SessionUpdate::SubagentUpdate(update));
     }
 
     /// Commands may run in the editor's terminals: it offers them and does not prefer the `_meta` stream.
@@ -123,6 +189,22 @@ impl EventSink for SessionClient {
     /// Streamed text is held briefly and joined (`coalesce`); anything else first sends the held text, so the
     /// order of updates is the order of events. The lock is held while sending for the same reason.
     fn emit(&self, event: AgentEvent) {
+        let event = match event {
+            AgentEvent::Child { child_session_id, event } => {
+                if self.subagents {
+                    self.child(&child_session_id).emit(*event);
+                }
+                return;
+            }
+            AgentEvent::Subagent { child_session_id, title, description, state } => {
+                if self.subagents {
+                    self.flush();
+                    self.subagent_update(&child_session_id, title, description, state);
+                }
+                return;
+            }
+            other => other,
+        };
         let mut held = lock(&self.held);
         match held.push(event) {
             Pushed::Joined => {}
@@ -147,6 +229,10 @@ impl EventSink for SessionClient {
         if let Some(event) = held.take() {
             self.render_and_send(event);
         }
+    }
+
+    fn shows_subagents(&self) -> bool {
+        self.subagents
     }
 }
 

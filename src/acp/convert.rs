@@ -133,6 +133,8 @@ pub fn update(event: AgentEvent) -> Vec<acp::SessionUpdate> {
         }
         // Counted by the renderer, which knows the session's context figures.
         AgentEvent::SubagentUsage { .. } | AgentEvent::TokensSpent { .. } => return Vec::new(),
+        // Sent by the session's client under the child's id (`client`), and only to clients that show them.
+        AgentEvent::Subagent { .. } | AgentEvent::Child { .. } => return Vec::new(),
         AgentEvent::Lifted { parent_call_id, event } => {
             return update(*event).into_iter().map(|u| lifted(u, &parent_call_id)).collect();
         }

@@ -109,7 +109,7 @@ fn initialize(
 }
 
 fn cancel(state: &State, notification: acp::CancelNotification) {
-    match state.manager.get(&notification.session_id.0) {
+    match state.manager.get_or_subagent(&notification.session_id.0) {
         Some(session) => session.cancel(),
         None => tracing::debug!(session = %notification.session_id, "cancel for unknown session ignored"),
     }

@@ -75,6 +75,10 @@ pub struct Renderer {
     context: Option<(u64, u64)>,
     /// Tokens this session's subagents spent, shown with every usage update as `_meta.tinycode.subagentTokens`.
     subagent_tokens: u64,
+    /// The client shows subagents as sessions: a `task` card also refers to the child's session.
+    subagents: bool,
+    /// `task` calls and the child session each shows (only when `subagents`).
+    tasks: HashMap<String, String>,
 }
 
 /// A fingerprint of content that holds a diff (other content is cheap to resend and not tracked).
@@ -99,6 +103,41 @@ impl Renderer {
             diffs: HashMap::new(),
             context: None,
             subagent_tokens: 0,
+            subagents: false,
+            tasks: HashMap::new(),
+        }
+    }
+
+    /// Refer to a subagent's own session in its `task` card (`{type: "session"}` content).
+    pub fn with_subagents(mut self, subagents: bool) -> Self {
+        self.subagents = subagents;
+        self
+    }
+
+    /// The card of a `task` call with a reference to its child's session put first, for a client that shows
+    /// subagents (content replaces, so every update of the card carries it).
+    fn refer_to_child(&mut self, event: &AgentEvent, updates: &mut [acp::SessionUpdate]) {
+        if !self.subagents {
+            return;
+        }
+        let (call_id, child) = match event {
+            AgentEvent::SubagentProgress { call_id, child_session_id, .. } => {
+                self.tasks.insert(call_id.clone(), child_session_id.clone());
+                (call_id, child_session_id.clone())
+            }
+            AgentEvent::ToolCallFinished { call_id, .. } => match self.tasks.remove(call_id) {
+                Some(child) => (call_id, child),
+                None => return,
+            },
+            _ => return,
+        };
+        for update in updates {
+            if let acp::SessionUpdate::ToolCallUpdate(update) = update
+                && update.tool_call_id.0.as_ref() == call_id.as_str()
+                && let Some(content) = update.fields.content.as_mut()
+            {
+                content.insert(0, acp::ToolCallContent::Session(acp::SessionReference::new(child.clone())));
+            }
         }
     }
 
@@ -126,6 +165,18 @@ impl Renderer {
 
     /// The updates for one event.
     pub fn render(&mut self, event: AgentEvent) -> Vec<acp::SessionUpdate> {
+        let task = self.subagents
+            && (matches!(&event, AgentEvent::SubagentProgress { .. })
+                || matches!(&event, AgentEvent::ToolCallFinished { call_id, .. } if self.tasks.contains_key(call_id)));
+        if task {
+            let mut updates = self.render_event(event.clone());
+            self.refer_to_child(&event, &mut updates);
+            return updates;
+        }
+        self.render_event(event)
+    }
+
+    fn render_event(&mut self, event: AgentEvent) -> Vec<acp::SessionUpdate> {
         if let Some(updates) = self.usage(&event) {
             return updates;
         }

@@ -22,6 +22,17 @@ pub enum CompactionStatus {
     Failed,
 }
 
+/// Where a subagent's run stands, for clients that show subagents as sessions of their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubagentState {
+    Running,
+    Completed,
+    /// Stopped by a cancel (its parent's or its own).
+    Cancelled,
+    /// Ended by an error, said in words.
+    Failed(String),
+}
+
 /// A slash command as the editor's menu shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandInfo {
@@ -70,6 +81,17 @@ pub enum AgentEvent {
         depth: u32,
         lines: Vec<String>,
     },
+    /// A subagent of this session started or ended a run (`title` and `description` are given when it starts).
+    /// Only clients that show subagents as sessions of their own (see [`EventSink::shows_subagents`]) get it.
+    Subagent {
+        child_session_id: String,
+        title: Option<String>,
+        description: Option<String>,
+        state: SubagentState,
+    },
+    /// An event of a subagent's own session, for a client that shows that session (it goes out under the
+    /// child's id). Only emitted to sinks that [show subagents](EventSink::shows_subagents).
+    Child { child_session_id: String, event: Box<AgentEvent> },
     /// Tokens (input plus output) one model response of this session spent, as its provider reported them.
     TokensSpent { tokens: u64 },
     /// Tokens a subagent (or one of its own) spent on one model response: not in this session's context, but
@@ -99,6 +121,11 @@ pub trait EventSink: Send + Sync {
     fn emit(&self, event: AgentEvent);
     /// Send anything held back (a sink may join streamed text); called when a model's stream ends.
     fn flush(&self) {}
+    /// Whether this sink shows a subagent as a session of its own, so [`AgentEvent::Subagent`] and
+    /// [`AgentEvent::Child`] are worth emitting (the editor declared the `subagents` capability).
+    fn shows_subagents(&self) -> bool {
+        false
+    }
 }
 
 /// A sink that keeps every event; used by tests and by headless callers that inspect the transcript.

@@ -13,6 +13,6 @@ pub mod steer;
 pub mod system_prompt;
 pub mod turn;
 
-pub use event::{AgentEvent, EventSink, ToolStatus};
+pub use event::{AgentEvent, EventSink, SubagentState, ToolStatus};
 pub use steer::{Steer, Steering};
 pub use turn::{AgentSwitcher, Conversation, StopReason, Turn, TurnError};

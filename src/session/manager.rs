@@ -399,6 +399,14 @@ impl Manager {
         self.live(id)
     }
 
+    /// A live session, or a subagent of one (an editor that shows subagents as sessions may cancel one).
+    pub fn get_or_subagent(&self, id: &str) -> Option<Arc<Session>> {
+        self.live(id).or_else(|| {
+            let sessions: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
+            sessions.iter().find_map(|s| s.descendant(id))
+        })
+    }
+
     /// Open a stored session (or take over a live one) for a new connection, with the MCP servers the editor
     /// declares now (`None`: keep those it had). Returns the session and, when `replay` is set, the events that
     /// redraw its conversation.

@@ -13,6 +13,9 @@
 //! - The card is throttled: at most one update per [`CARD_INTERVAL`] per child, the latest state always
 //!   delivered (a trailing update once the interval is over; a run's start and end go out at once).
 //!
+//! - A client that shows subagents as sessions of their own (the `subagents` capability) also gets the child's
+//!   own events, wrapped as [`AgentEvent::Child`], and its runs' start and end as [`AgentEvent::Subagent`].
+//!
 //! Owns the translation. Must not decide anything: permissions are the child's `permission::Service`'s.
 
 use std::collections::HashSet;
@@ -24,7 +27,7 @@ use tokio::time::Instant;
 
 use super::lock;
 use crate::agent::journal::Journal;
-use crate::agent::{AgentEvent, EventSink, ToolStatus};
+use crate::agent::{AgentEvent, EventSink, SubagentState, ToolStatus};
 use crate::display::Kind;
 use crate::permission::{Approver, Ask, Reply};
 
@@ -72,6 +75,8 @@ pub struct Relay {
     me: Weak<Relay>,
     child_id: String,
     agent: String,
+    /// The child session's title (`{description} (@agent subagent)`).
+    title: String,
     depth: u32,
     parent_approver: Option<Arc<dyn Approver>>,
     /// The top-level session's journal, when this child's parent is that session: lifted calls are kept there.
@@ -87,6 +92,7 @@ impl Relay {
     pub fn new(
         child_id: &str,
         agent: &str,
+        title: &str,
         depth: u32,
         parent_approver: Option<Arc<dyn Approver>>,
         journal: Option<Journal>,
@@ -95,6 +101,7 @@ impl Relay {
             me: me.clone(),
             child_id: child_id.into(),
             agent: agent.into(),
+            title: title.into(),
             depth,
             parent_approver,
             journal,
@@ -111,20 +118,34 @@ impl Relay {
         })
     }
 
-    /// Show progress in the parent's call `call_id` from now on (a new run: the card starts empty).
-    pub fn retarget(&self, sink: Arc<dyn EventSink>, call_id: &str) {
+    /// Show progress in the parent's call `call_id` from now on (a new run of `prompt`: the card starts empty).
+    pub fn retarget(&self, sink: Arc<dyn EventSink>, call_id: &str, prompt: &str) {
         let mut state = lock(&self.state);
         state.target = Some(Target { sink, call_id: call_id.into() });
         state.lines.clear();
         state.status = None;
+        // Announced before the card refers to it.
+        self.announce(&state, Some(prompt), SubagentState::Running);
         self.publish(&mut state);
     }
 
-    /// The run ended: say so as the card's last line and send the list once more.
-    pub fn finish(&self, status: &str) {
+    /// The run ended as `end`: say so as the card's last line (`status`) and send the list once more.
+    pub fn finish(&self, status: &str, end: SubagentState) {
         let mut state = lock(&self.state);
         state.status = Some(status.to_string());
         self.publish(&mut state);
+        self.announce(&state, None, end);
+    }
+
+    /// Tell a client that shows subagents as sessions where this child's run stands.
+    fn announce(&self, state: &State, prompt: Option<&str>, run: SubagentState) {
+        let Some(target) = state.target.as_ref().filter(|t| t.sink.shows_subagents()) else { return };
+        target.sink.emit(AgentEvent::Subagent {
+            child_session_id: self.child_id.clone(),
+            title: prompt.map(|_| self.title.clone()),
+            description: prompt.map(gist),
+            state: run,
+        });
     }
 
     /// The card as it stands.
@@ -265,6 +286,15 @@ impl Relay {
     }
 }
 
+/// The first line of a prompt, at most 200 characters: the child's description for the editor.
+fn gist(prompt: &str) -> String {
+    let line = prompt.trim().lines().next().unwrap_or_default();
+    match line.char_indices().nth(200) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line.to_string(),
+    }
+}
+
 /// The id of the child's call an event is about, if it is about one.
 fn call_of(event: &AgentEvent) -> Option<&str> {
     match event {
@@ -279,8 +309,19 @@ fn call_of(event: &AgentEvent) -> Option<&str> {
 }
 
 impl EventSink for Relay {
+    fn shows_subagents(&self) -> bool {
+        lock(&self.state).target.as_ref().is_some_and(|t| t.sink.shows_subagents())
+    }
+
     fn emit(&self, event: AgentEvent) {
         let mut state = lock(&self.state);
+        // The child's own session, for a client that shows it; the parent's view below is unchanged.
+        if let Some(target) = state.target.as_ref().filter(|t| t.sink.shows_subagents()) {
+            target.sink.emit(AgentEvent::Child {
+                child_session_id: self.child_id.clone(),
+                event: Box::new(event.clone()),
+            });
+        }
         // A grandchild's top-level call: pass it on (the grandchild's card is a line of this child's card).
         if let AgentEvent::Lifted { event: inner, parent_call_id } = &event {
             if let Some(id) = call_of(inner) {
@@ -402,8 +443,8 @@ mod tests {
     #[test]
     fn the_card_keeps_the_latest_lines_and_counts_the_earlier_ones() {
         let parent = Arc::new(Recorder::default());
-        let relay = Relay::new("sess_c", "explore", 1, None, None);
-        relay.retarget(parent.clone(), "t1");
+        let relay = Relay::new("sess_c", "explore", "Look (@explore subagent)", 1, None, None);
+        relay.retarget(parent.clone(), "t1", "look");
         for i in 0..17 {
             relay.emit(started(&format!("c{i}"), &format!("Read f{i}"), Kind::Read));
             relay.emit(finished(&format!("c{i}")));
@@ -443,8 +484,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_chatty_child_updates_the_card_at_most_once_per_interval_and_its_last_state_always_arrives() {
         let parent = Arc::new(Recorder::default());
-        let relay = Relay::new("sess_c", "explore", 1, None, None);
-        relay.retarget(parent.clone(), "t1");
+        let relay = Relay::new("sess_c", "explore", "Look (@explore subagent)", 1, None, None);
+        relay.retarget(parent.clone(), "t1", "look");
         // 40 calls started and finished within one interval: the first change goes out at once, the rest wait.
         for i in 0..40 {
             relay.emit(started(&format!("c{i}"), &format!("Read f{i}"), Kind::Read));
@@ -466,7 +507,7 @@ mod tests {
         relay.emit(started("late", "Read late", Kind::Read));
         assert_eq!(cards(&parent).len(), 3);
         relay.emit(finished("late"));
-        relay.finish("✓ finished");
+        relay.finish("✓ finished", SubagentState::Completed);
         let sent = cards(&parent);
         assert_eq!(sent.len(), 4);
         assert_eq!(sent[3][sent[3].len() - 2..], ["✓ Read late".to_string(), "✓ finished".to_string()]);
@@ -479,8 +520,8 @@ mod tests {
     #[test]
     fn the_tokens_a_child_spends_reach_the_parent_as_subagent_tokens_and_a_grandchilds_pass_through() {
         let parent = Arc::new(Recorder::default());
-        let relay = Relay::new("sess_c", "general", 1, None, None);
-        relay.retarget(parent.clone(), "t1");
+        let relay = Relay::new("sess_c", "general", "Look (@general subagent)", 1, None, None);
+        relay.retarget(parent.clone(), "t1", "look");
         relay.emit(AgentEvent::Usage { used: 5_000, size: 128_000 });
         relay.emit(AgentEvent::TokensSpent { tokens: 110 });
         relay.emit(AgentEvent::SubagentUsage { tokens: 7 });
@@ -501,8 +542,8 @@ mod tests {
     #[test]
     fn changes_are_lifted_to_the_parent_with_their_own_ids_and_reads_are_not() {
         let parent = Arc::new(Recorder::default());
-        let relay = Relay::new("sess_c", "general", 1, None, None);
-        relay.retarget(parent.clone(), "t1");
+        let relay = Relay::new("sess_c", "general", "Look (@general subagent)", 1, None, None);
+        relay.retarget(parent.clone(), "t1", "look");
         relay.emit(started("r", "Read a", Kind::Read));
         relay.emit(started("w", "Write b", Kind::Edit));
         relay.emit(finished("w"));

@@ -22,7 +22,7 @@ use super::agents::{self, AgentDef};
 use super::relay::Relay;
 use super::settings::Settings;
 use super::{Session, lock};
-use crate::agent::{Conversation, StopReason, TurnError};
+use crate::agent::{AgentEvent, Conversation, EventSink, StopReason, SubagentState, TurnError};
 use crate::control::Control;
 use crate::display::Content;
 use crate::llm::{Message, UserPart};
@@ -86,14 +86,19 @@ impl Job {
         if !result.is_empty() {
             display.push(Content::Text(result.to_string()));
         }
+        let stopped = if status == "cancelled" {
+            "The user stopped this subagent before it finished; below is the last thing it said.\n"
+        } else {
+            ""
+        };
         ToolOutput {
             output: format!(
-                "task_id: {} (pass it as `task_id` to continue this task)\n\n<task_result>\n{result}\n</task_result>",
+                "task_id: {} (pass it as `task_id` to continue this task)\n{stopped}\n<task_result>\n{result}\n</task_result>",
                 self.child.id
             ),
             display,
             metadata: json!({"task_id": self.child.id, "agent": self.agent, "status": status}),
-            failed: status == "failed",
+            failed: status != "completed",
             ..ToolOutput::default()
         }
     }
@@ -172,6 +177,17 @@ fn last_answer(history: &crate::agent::history::History) -> String {
 }
 
 impl Session {
+    /// This session's subagent `id`, or a subagent of one of them.
+    pub fn descendant(&self, id: &str) -> Option<Arc<Session>> {
+        let children: Vec<Arc<Session>> =
+            lock(&self.children.jobs).values().map(|j| j.child.clone()).collect();
+        children
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+            .or_else(|| children.iter().find_map(|c| c.descendant(id)))
+    }
+
     /// Let this session's `task` calls start subagents (once it is shared).
     pub(super) fn enable_subagents(self: &Arc<Self>) {
         let _ = self.subagents.set(Arc::new(Handle { session: Arc::downgrade(self) }));
@@ -212,7 +228,7 @@ impl Session {
                 self.spawn_child(&self.agent_named(request.subagent_type.as_deref())?, &request.description)
             }
         };
-        job.relay.retarget(self.sink(), &ctx.call_id);
+        job.relay.retarget(self.sink(), &ctx.call_id, &request.prompt);
         *lock(&job.state) = State::Running { background: request.background };
         job.running.send_replace(true);
         // A foreground child stops with its parent's turn; a background one only when the parent closes.
@@ -228,7 +244,9 @@ impl Session {
             () = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
         };
         match finished {
-            Ok(("cancelled", _)) => Err(ToolError::Cancelled),
+            // Stopped with the parent's turn, or on its own (an editor showing it as a session cancelled it):
+            // then the parent's model is told and its turn goes on.
+            Ok(("cancelled", _)) if ctx.cancel.is_cancelled() => Err(ToolError::Cancelled),
             Ok((status, result)) => Ok(job.output(status, &result)),
             Err(_) => Err(ToolError::execution("the subagent stopped unexpectedly")),
         }
@@ -247,6 +265,9 @@ impl Session {
         let background = stop.is_none();
         tokio::spawn(async move {
             let blocks = json!([{"type": "text", "text": prompt}]);
+            // The prompt opens the child's own session for a client that shows it (others ignore it).
+            job.relay
+                .emit(AgentEvent::UserMessage { message_id: super::new_id("user"), blocks: blocks.clone() });
             let run = job.child.prompt(vec![UserPart::Text(prompt)], blocks);
             tokio::pin!(run);
             let stop = stop.unwrap_or_default();
@@ -271,10 +292,18 @@ impl Session {
                     job.child.id, job.description, job.agent
                 ));
             }
-            job.relay.finish(&match status {
-                "completed" => "✓ finished".to_string(),
-                other => format!("✗ {other}"),
-            });
+            let end = match status {
+                "completed" => SubagentState::Completed,
+                "cancelled" => SubagentState::Cancelled,
+                _ => SubagentState::Failed(result.clone()),
+            };
+            job.relay.finish(
+                &match status {
+                    "completed" => "✓ finished".to_string(),
+                    other => format!("✗ {other}"),
+                },
+                end,
+            );
             job.running.send_replace(false);
             let _ = tx.send((status, result));
         });
@@ -370,7 +399,7 @@ impl Session {
             }
             _ => None,
         };
-        let relay = Relay::new(&id, &agent.name, depth, self.perms.approver(), journal);
+        let relay = Relay::new(&id, &agent.name, &title, depth, self.perms.approver(), journal);
         let perms = permission::Service::new(
             settings.mode.id(),
             self.perms.remembered().clone(),

@@ -35,6 +35,7 @@ mod settings;
 mod setup;
 mod shell;
 mod streams;
+mod subagent_sessions;
 mod subagents;
 mod trap_workspace;
 mod trust;

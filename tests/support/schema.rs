@@ -3,6 +3,10 @@
 //! test frame goes through: each frame must validate against the schema of its direction, its params and result
 //! against the types of its method, and carry no field the schema does not know (only `_meta` is free).
 //! Extension methods (`_...`) are exempt but must be documented in `protocol/README.md`.
+//!
+//! The agent is built with the SDK's `unstable_subagents` feature, and Cargo builds this crate with the same
+//! features, so the kept schema also knows the unstable subagent types; the tap refuses them unless the client
+//! declared `subagents`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -345,9 +349,21 @@ impl Schema {
     }
 }
 
+/// Does this agent frame use the unstable subagent vocabulary (`subagent_update`, tool content of type
+/// `session`)? The kept schema knows it (the agent is built with the SDK's `unstable_subagents`), so the tap
+/// allows it only after a client declared `subagents`.
+fn unstable_subagents(frame: &Value) -> bool {
+    let update = &frame["params"]["update"];
+    frame["method"] == "session/update"
+        && (update["sessionUpdate"] == "subagent_update"
+            || update["content"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "session")))
+}
+
 /// Checks every frame passing between a test client and an agent, in both directions.
 #[derive(Default)]
 pub struct Tap {
+    /// The client declared `clientCapabilities.subagents` in `initialize`.
+    subagents: std::sync::atomic::AtomicBool,
     pending: Mutex<HashMap<(From, String), String>>,
     violations: Mutex<Vec<String>>,
     /// Frames checked so far.
@@ -364,7 +380,18 @@ impl Tap {
         self.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let problems = match serde_json::from_str::<Value>(line) {
             Err(e) => vec![format!("not JSON: {e}")],
-            Ok(frame) => SCHEMA.frame(from, &frame, &mut self.pending.lock().unwrap()),
+            Ok(frame) => {
+                use std::sync::atomic::Ordering::Relaxed;
+                let mut problems = SCHEMA.frame(from, &frame, &mut self.pending.lock().unwrap());
+                if from == From::Client && frame["method"] == "initialize" {
+                    self.subagents
+                        .store(frame["params"]["clientCapabilities"]["subagents"].is_object(), Relaxed);
+                }
+                if from == From::Agent && unstable_subagents(&frame) && !self.subagents.load(Relaxed) {
+                    problems.push("a subagent update to a client that did not declare `subagents`".into());
+                }
+                problems
+            }
         };
         if !problems.is_empty() {
             self.violations

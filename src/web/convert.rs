@@ -187,9 +187,10 @@ pub fn html(source: &str, url: &Url, format: Format) -> Converted {
         return Converted { title: None, text: source.to_string() };
     }
     let document = Document::from(source);
-    let title = document.select("head title").nodes().first().and_then(|t| clean_title(&t.text()));
-    if let Some(main) = marked_main(&document) {
-        absolute_links(&main, url);
+    let marks = Landmarks::of(&document);
+    let title = marks.title.and_then(|t| clean_title(&t.text()));
+    if let Some(main) = marks.main() {
+        absolute(marks.links.iter().filter(|link| link.ancestors_it(None).any(|a| a.id == main.id)), url);
         return Converted { title, text: render(&main, format, &INSIDE_MAIN) };
     }
     // Site chrome is never the main content; without it Readability cannot pick a navigation-heavy block.
@@ -209,15 +210,53 @@ fn clean_title(text: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The page's own main content element: its only `<article>`, else its only `<main>` (or `role=main`).
-fn marked_main(document: &Document) -> Option<NodeRef<'_>> {
-    ["article", "main, [role=main]"].into_iter().find_map(|selector| {
-        let found = document.select(selector).nodes().to_vec();
-        match found.as_slice() {
+/// What one walk over a parsed page finds (instead of one selector query each, which walk it all again).
+struct Landmarks<'a> {
+    /// The first `<title>` inside `<head>` (`head title`).
+    title: Option<NodeRef<'a>>,
+    articles: Vec<NodeRef<'a>>,
+    /// `<main>` and `role=main` elements (`main, [role=main]`).
+    mains: Vec<NodeRef<'a>>,
+    /// `a[href], img[src]`: what may link elsewhere, in document order.
+    links: Vec<NodeRef<'a>>,
+}
+
+impl<'a> Landmarks<'a> {
+    fn of(document: &'a Document) -> Self {
+        let mut marks = Landmarks { title: None, articles: Vec::new(), mains: Vec::new(), links: Vec::new() };
+        for node in document.root().descendants_it() {
+            // (title, article, main, link)
+            let (title, article, main, link) = node.query_or((false, false, false, false), |tree_node| {
+                let Some(element) = tree_node.as_element() else { return (false, false, false, false) };
+                let name: &str = &element.name.local;
+                let main = name == "main" || element.attr("role").is_some_and(|role| &*role == "main");
+                let link =
+                    (name == "a" && element.has_attr("href")) || (name == "img" && element.has_attr("src"));
+                (name == "title", name == "article", main, link)
+            });
+            if title && marks.title.is_none() && node.ancestors_it(None).any(|a| a.has_name("head")) {
+                marks.title = Some(node);
+            }
+            if article {
+                marks.articles.push(node);
+            }
+            if main {
+                marks.mains.push(node);
+            }
+            if link {
+                marks.links.push(node);
+            }
+        }
+        marks
+    }
+
+    /// The page's own main content element: its only `<article>`, else its only `<main>` (or `role=main`).
+    fn main(&self) -> Option<NodeRef<'a>> {
+        [&self.articles, &self.mains].into_iter().find_map(|found| match found.as_slice() {
             [only] if has_text(only) => Some(*only),
             _ => None,
-        }
-    })
+        })
+    }
 }
 
 /// Does `node` hold at least two characters that are not whitespace? Stops at the first text that has them,
@@ -250,8 +289,12 @@ fn readable(document: Document, url: &Url, format: Format) -> Option<dom_smoothi
 
 /// Links and images relative to the page become absolute, so the model can fetch them.
 fn absolute_links(node: &NodeRef<'_>, url: &Url) {
-    // One walk for both kinds; a link that is already what it would become is left alone.
-    for element in Selection::from(*node).select("a[href], img[src]").nodes() {
+    absolute(Selection::from(*node).select("a[href], img[src]").nodes().iter(), url);
+}
+
+/// Make these `a[href]` and `img[src]` elements' targets absolute; one that already is stays as it is.
+fn absolute<'a, 'b: 'a>(elements: impl Iterator<Item = &'a NodeRef<'b>>, url: &Url) {
+    for element in elements {
         let attribute = if element.has_name("a") { "href" } else { "src" };
         if let Some(target) = element.attr(attribute)
             && let Ok(absolute) = url.join(target.trim())

@@ -21,6 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Instant, SystemTime};
 
+use listing::{Entry, Kind, Listing};
+
 use tokio_util::sync::CancellationToken;
 
 use super::ignore_rules::{Level, Present, Stack};
@@ -154,14 +156,12 @@ enum Visitor<'v> {
 }
 
 impl Visitor<'_> {
-    fn call(self, entry: &std::fs::DirEntry, path: PathBuf) {
+    fn call(self, listing: &Listing, entry: &Entry, path: PathBuf) {
         match self {
             Visitor::Path(visit) => visit(path),
             Visitor::Found(visit) => {
-                let Ok(meta) = entry.metadata() else { return };
-                if meta.is_file() {
-                    let modified = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                    visit(Found { path, modified, len: meta.len() });
+                if let Some(stat) = listing.file(entry) {
+                    visit(Found { path, modified: stat.modified, len: stat.len });
                 }
             }
         }
@@ -252,14 +252,13 @@ impl Run<'_, '_> {
         }
     }
 
-    /// List `dir`: visit the files that pass and return the subdirectories to walk.
+    /// List `dir`: visit the files that pass and return the subdirectories to walk. A file's path is made only
+    /// once its name passes `keep` (tested on a buffer reused for the whole directory).
     fn list(&self, dir: Dir, visit: Visitor<'_>) -> Vec<Dir> {
-        let Ok(listing) = std::fs::read_dir(&dir.path) else { return Vec::new() };
-        let mut entries = Vec::new();
+        let Some(listing) = Listing::read(&dir.path) else { return Vec::new() };
         let mut present = Present::default();
-        for entry in listing.flatten() {
-            present.note(&entry.file_name());
-            entries.push(entry);
+        for entry in listing.entries() {
+            present.note(listing.name(entry));
         }
         // The root's own files were read with the levels above it.
         let rules = match &dir.rules {
@@ -267,28 +266,37 @@ impl Run<'_, '_> {
             None => self.walker.stack.level(&dir.path),
         };
         let mut subdirs = Vec::new();
-        for entry in entries {
-            let Ok(kind) = entry.file_type() else { continue };
-            let path = entry.path();
-            if kind.is_dir() {
-                let deeper = self.walker.max_depth.is_none_or(|max| dir.depth + 1 < max);
-                if deeper && !regular::is_virtual(&path) && !rules.ignores(&path, true) {
-                    subdirs.push(Dir { path, depth: dir.depth + 1, rules: Some(rules.clone()) });
+        let mut rel = RelativeName::new(relative(&dir.path, self.walker.root));
+        for entry in listing.entries() {
+            let name = listing.name(entry);
+            match entry.kind {
+                Kind::Dir => {
+                    let deeper = self.walker.max_depth.is_none_or(|max| dir.depth + 1 < max);
+                    let path = joined(&dir.path, name);
+                    if deeper && !regular::is_virtual(&path) && !rules.ignores(&path, true) {
+                        subdirs.push(Dir { path, depth: dir.depth + 1, rules: Some(rules.clone()) });
+                    }
                 }
-            } else if kind.is_file() && self.passes(&path, &rules) {
-                if self.stopped() {
-                    break;
+                Kind::File if (self.walker.keep)(rel.with(name)) => {
+                    let path = joined(&dir.path, name);
+                    if !self.passes(&path, &rules) {
+                        continue;
+                    }
+                    if self.stopped() {
+                        break;
+                    }
+                    visit.call(&listing, entry, path);
                 }
-                visit.call(&entry, path);
+                _ => {}
             }
         }
         subdirs
     }
 
-    /// Whether the file `path` is visited: kept, not ignored, and not a secret (which is counted).
+    /// Whether the file `path`, whose name was kept, is visited: not ignored, and not a secret (which is
+    /// counted).
     fn passes(&self, path: &Path, rules: &Level) -> bool {
-        let rel = relative(path, self.walker.root);
-        if !(self.walker.keep)(rel) || rules.ignores(path, false) {
+        if rules.ignores(path, false) {
             return false;
         }
         if is_secret_path(path) {
@@ -296,6 +304,56 @@ impl Run<'_, '_> {
             return false;
         }
         true
+    }
+}
+
+/// `dir/name`, allocated once at its final size (`Path::join` copies, then grows).
+fn joined(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + 1 + name.len());
+    path.push(dir);
+    path.push(name);
+    path
+}
+
+/// A file's path relative to the walk's root, for `keep`: the directory's part, then each name in turn.
+struct RelativeName {
+    buffer: std::ffi::OsString,
+    base: usize,
+}
+
+impl RelativeName {
+    fn new(dir: &Path) -> Self {
+        let mut buffer = dir.as_os_str().to_os_string();
+        if !buffer.is_empty() {
+            buffer.push(std::path::MAIN_SEPARATOR_STR);
+        }
+        let base = buffer.len();
+        Self { buffer, base }
+    }
+
+    fn with(&mut self, name: &std::ffi::OsStr) -> &Path {
+        truncate(&mut self.buffer, self.base);
+        self.buffer.push(name);
+        Path::new(&self.buffer)
+    }
+}
+
+/// Cut `text` back to its first `len` bytes, a length it had before (so a boundary).
+fn truncate(text: &mut std::ffi::OsString, len: usize) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        if text.as_bytes().len() > len {
+            let mut bytes = std::mem::take(text).into_vec();
+            bytes.truncate(len);
+            *text = std::ffi::OsString::from_vec(bytes);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let kept = text.as_encoded_bytes()[..len].to_vec();
+        // SAFETY: `len` is a length `text` had after a whole push, so the bytes are a valid encoding.
+        *text = unsafe { std::ffi::OsString::from_encoded_bytes_unchecked(kept) };
     }
 }
 
@@ -354,6 +412,8 @@ pub fn files(
     let stack = Stack::plain(root);
     Walker::new(root, &stack).max_depth(max_depth).keep(keep).cancel(cancel).files()
 }
+
+mod listing;
 
 #[cfg(test)]
 mod tests;

@@ -200,3 +200,27 @@ fn formats_parse_case_insensitively() {
     assert_eq!(Format::parse("html"), Some(Format::Html));
     assert_eq!(Format::parse("pdf"), None);
 }
+
+#[test]
+fn the_main_content_is_the_only_article_else_the_only_main_and_only_its_links_become_absolute() {
+    let url = Url::parse("https://site.example/docs/page").unwrap();
+    // Two articles: neither is the main content; the one `role=main` element is, and the title comes from
+    // `<head>`, not from an SVG title in the body.
+    let page = r#"<html><head><title>Docs | Site</title></head><body>
+        <nav><a href="/home">Home</a></nav>
+        <div role="main"><svg><title>icon</title></svg>
+          <article><p>First <a href="one">one</a></p></article>
+          <article><p>Second <img src="../img/two.png" alt="two"></p></article>
+        </div>
+        <footer><a href="/legal">Legal</a></footer></body></html>"#;
+    let converted = html(page, &url, Format::Markdown);
+    assert_eq!(converted.title.as_deref(), Some("Docs | Site"));
+    assert_eq!(
+        converted.text,
+        "First [one](https://site.example/docs/one)\n\nSecond ![two](https://site.example/img/two.png)"
+    );
+    // One article wins over a main element around it.
+    let page = r#"<html><head><title>T</title></head><body><main><p>Intro <a href="x">x</a></p>
+        <article><p>Body <a href="y">y</a></p></article></main></body></html>"#;
+    assert_eq!(html(page, &url, Format::Markdown).text, "Body [y](https://site.example/docs/y)");
+}

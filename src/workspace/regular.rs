@@ -81,6 +81,21 @@ pub fn open(path: &Path) -> Result<(File, Metadata), OpenError> {
     }
 }
 
+/// Open a file that a directory walk listed as regular, without checking it by path first: a FIFO put in its
+/// place since cannot block a non-blocking open, a link put in its place is not followed, and what was opened
+/// is checked again from its descriptor. (The check by path costs a second lookup of every file a search reads.)
+pub fn open_listed(path: &Path) -> Result<(File, Metadata), OpenError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    match irregular_kind(&meta) {
+        None => Ok((file, meta)),
+        Some(kind) => Err(OpenError::NotRegular(kind)),
+    }
+}
+
 /// The first bytes of a file, at most the cap.
 #[derive(Debug)]
 pub struct Capped {
@@ -100,7 +115,15 @@ const PROBE: usize = 8;
 /// Read at most `cap` bytes of the regular file `path`. The size the file system reports is a hint for the
 /// buffer only: procfs reports 0 for files that never end.
 pub fn read(path: &Path, cap: u64) -> Result<Capped, OpenError> {
-    let (mut file, meta) = open(path)?;
+    read_open(open(path)?, cap)
+}
+
+/// [`read`] for a file a walk listed as regular (see [`open_listed`]).
+pub fn read_listed(path: &Path, cap: u64) -> Result<Capped, OpenError> {
+    read_open(open_listed(path)?, cap)
+}
+
+fn read_open((mut file, meta): (File, Metadata), cap: u64) -> Result<Capped, OpenError> {
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let hint = usize::try_from(meta.len()).unwrap_or(0).min(cap);
     let mut bytes = Vec::with_capacity(hint);
@@ -120,6 +143,11 @@ pub fn read(path: &Path, cap: u64) -> Result<Capped, OpenError> {
             break false;
         }
         bytes.extend_from_slice(&chunk[..n]);
+        // Read to the size it had when opened: done, without one more read to see the end (procfs files say 0
+        // and read on; a file that grows meanwhile is read as it was).
+        if hint > 0 && hint < cap && bytes.len() as u64 == meta.len() {
+            break true;
+        }
     };
     Ok(Capped { bytes, complete, meta })
 }
@@ -133,6 +161,23 @@ mod tests {
         let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         path
+    }
+
+    #[test]
+    fn a_listed_file_is_read_but_a_link_or_fifo_put_in_its_place_is_not_followed_nor_waited_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        std::fs::write(&file, "alpha\n").unwrap();
+        let whole = read_listed(&file, 100).unwrap();
+        assert_eq!((whole.bytes.as_slice(), whole.complete), (b"alpha\n".as_slice(), true));
+        let capped = read_listed(&file, 3).unwrap();
+        assert_eq!((capped.bytes.as_slice(), capped.complete), (b"alp".as_slice(), false));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(matches!(read_listed(&link, 100), Err(OpenError::Io(_))), "a link is not followed");
+        assert_eq!(read(&link, 100).unwrap().bytes, b"alpha\n", "while `read` follows it");
+        let pipe = fifo(dir.path());
+        assert!(matches!(read_listed(&pipe, 10), Err(OpenError::NotRegular("a FIFO (named pipe)"))));
     }
 
     #[test]

@@ -134,28 +134,70 @@ fn is(part: &[u8], name: &str) -> bool {
     part.eq_ignore_ascii_case(name.as_bytes())
 }
 
-/// Whether `rule` matches `path`, whose file name, lower-cased, is `name` (the one allocation a check makes).
-fn matches(rule: Match, name: &str, path: &Path) -> bool {
+/// The directories of the `Under` rules, found in one pass over a path's parts.
+const UNDER: [&str; 2] = [".ssh", ".gnupg"];
+
+/// A path being judged: its file name lower-cased, and which [`UNDER`] directories it lies below.
+struct Subject<'a> {
+    name: &'a str,
+    path: &'a Path,
+    under: [bool; UNDER.len()],
+}
+
+impl Subject<'_> {
+    fn below(&self, dir: &str) -> bool {
+        match UNDER.iter().position(|d| *d == dir) {
+            Some(i) => self.under[i],
+            None => components(self.path).skip(1).any(|part| is(part, dir)),
+        }
+    }
+}
+
+/// Whether `rule` matches the subject.
+fn matches(rule: Match, subject: &Subject<'_>) -> bool {
+    let name = subject.name;
     match rule {
         Name(n) => name == n,
         Prefix(p) => name.len() > p.len() && name.starts_with(p),
         Suffix(s) => name.len() > s.len() && name.ends_with(s),
         Affix(p, s) => name.len() > p.len() + s.len() && name.starts_with(p) && name.ends_with(s),
         Tail(tail) => {
-            let mut parts = components(path);
+            let mut parts = components(subject.path);
             tail.iter().rev().all(|want| parts.next().is_some_and(|have| *want == "*" || is(have, want)))
         }
-        Under(dir) => components(path).skip(1).any(|part| is(part, dir)),
+        Under(dir) => subject.below(dir),
     }
 }
 
-/// What kind of secret file `path` is, or `None` when it is not one.
+/// What kind of secret file `path` is, or `None` when it is not one. A walk calls this for every file it
+/// meets: a short ASCII name is lower-cased on the stack, and the path's parts are scanned once.
 pub fn secret_kind(path: &Path) -> Option<&'static str> {
-    let name = String::from_utf8_lossy(components(path).next()?).to_ascii_lowercase();
-    if NOT_SECRET.iter().any(|m| matches(*m, &name, path)) {
+    let mut parts = components(path);
+    let last = parts.next()?;
+    let mut under = [false; UNDER.len()];
+    for part in parts {
+        for (i, dir) in UNDER.iter().enumerate() {
+            under[i] |= is(part, dir);
+        }
+    }
+    let mut small = [0u8; 64];
+    let owned: String;
+    let name = match small.get_mut(..last.len()) {
+        Some(buffer) if last.is_ascii() => {
+            buffer.copy_from_slice(last);
+            buffer.make_ascii_lowercase();
+            std::str::from_utf8(buffer).unwrap_or_default()
+        }
+        _ => {
+            owned = String::from_utf8_lossy(last).to_ascii_lowercase();
+            &owned
+        }
+    };
+    let subject = Subject { name, path, under };
+    if NOT_SECRET.iter().any(|m| matches(*m, &subject)) {
         return None;
     }
-    SECRET_FILES.iter().find(|r| matches(r.matches, &name, path)).map(|r| r.what)
+    SECRET_FILES.iter().find(|r| matches(r.matches, &subject)).map(|r| r.what)
 }
 
 /// Whether `path` names a secret file (see the module docs). Relative paths and shell words (`~/.ssh/id_rsa`)

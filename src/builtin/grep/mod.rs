@@ -25,7 +25,7 @@ use crate::tool::{
 use crate::workspace::ignore_rules::Stack;
 use crate::workspace::regular;
 use crate::workspace::walk::Walker;
-use search::{Around, Collector, FileMatches, Searched, display_path, search_file};
+use search::{Around, Collector, FileMatches, Searched, display_path, search_file, search_listed};
 
 pub use search::{MAX_FILE_SIZE, MAX_LINE_CHARS};
 
@@ -156,8 +156,11 @@ struct Search {
 
 fn run_search(search: Search) -> Results {
     let collector = Mutex::new(Collector::new(search.cap));
-    let handle = |path: PathBuf| {
-        let searched = search_file(&search.regex, path, search.cap, search.around);
+    let collect = |searched: Searched| {
+        // Most files hold no match: the lock is taken only for those that do.
+        if matches!(searched, Searched::Nothing) {
+            return;
+        }
         let Ok(mut collector) = collector.lock() else { return };
         match searched {
             Searched::Matches(found) => collector.add(found),
@@ -165,8 +168,9 @@ fn run_search(search: Search) -> Results {
             Searched::Nothing => {}
         }
     };
+    let handle = |path: PathBuf| collect(search_listed(&search.regex, path, search.cap, search.around));
     let summary = if search.scope.single {
-        handle(search.scope.root.clone());
+        collect(search_file(&search.regex, search.scope.root.clone(), search.cap, search.around));
         Default::default()
     } else {
         Walker::new(&search.scope.root, &search.stack)

@@ -105,7 +105,23 @@ fn line_ranges(bytes: &[u8]) -> Vec<(usize, usize)> {
 
 /// Search `path` for `regex`, keeping at most `cap` matching lines with `around` context lines each.
 pub fn search_file(regex: &Regex, path: PathBuf, cap: usize, around: Around) -> Searched {
-    let Ok(read) = regular::read(&path, MAX_FILE_SIZE) else { return Searched::Nothing };
+    search_read(regex, regular::read(&path, MAX_FILE_SIZE), path, cap, around)
+}
+
+/// [`search_file`] for a file a walk listed as regular (opened without a check by path first; see
+/// `regular::open_listed`).
+pub fn search_listed(regex: &Regex, path: PathBuf, cap: usize, around: Around) -> Searched {
+    search_read(regex, regular::read_listed(&path, MAX_FILE_SIZE), path, cap, around)
+}
+
+fn search_read(
+    regex: &Regex,
+    read: Result<regular::Capped, regular::OpenError>,
+    path: PathBuf,
+    cap: usize,
+    around: Around,
+) -> Searched {
+    let Ok(read) = read else { return Searched::Nothing };
     if !read.complete {
         return Searched::TooLarge;
     }

@@ -80,6 +80,7 @@ pub mod config;
 pub mod control;
 pub mod display;
 pub mod extensions;
+pub mod heap;
 pub mod llm;
 pub mod lsp;
 pub mod mcp;

@@ -343,7 +343,10 @@ pub fn prompt(
         let blocks = serde_json::to_value(&request.prompt).unwrap_or(Value::Null);
         // A panic in the turn (tools have their own boundary) still answers the prompt instead of dropping it.
         let turn = std::panic::AssertUnwindSafe(session.submit(parts, blocks, wants_steering(&request)));
-        let reply = match turn.catch_unwind().await {
+        let outcome = turn.catch_unwind().await;
+        // What the turn freed (a search's buffers, a long answer) goes back to the system before the agent idles.
+        crate::heap::release_free_memory();
+        let reply = match outcome {
             Ok(Ok(answer)) => responder.respond(prompt_response(answer)),
             Ok(Err(e)) => {
                 tracing::warn!(session = %session.id, error = %e, "turn failed");

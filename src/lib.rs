@@ -38,6 +38,7 @@
 //! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
 //! | `warm`       | start-up work beside the first requests, on low-priority threads of its own |
+//! | `heap`       | giving freed memory back to the system once a turn is over |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
 //!
 //! # Dependency rule

@@ -73,7 +73,12 @@ pub fn check(path: &Path) -> Result<Metadata, OpenError> {
 /// from the open descriptor).
 pub fn open(path: &Path) -> Result<(File, Metadata), OpenError> {
     check(path)?;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    open_with(path, libc::O_NONBLOCK)
+}
+
+/// Open `path` for reading with `flags` and check from the descriptor that it is a regular file.
+fn open_with(path: &Path, flags: i32) -> Result<(File, Metadata), OpenError> {
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(flags).open(path)?;
     let meta = file.metadata()?;
     match irregular_kind(&meta) {
         None => Ok((file, meta)),
@@ -85,15 +90,7 @@ pub fn open(path: &Path) -> Result<(File, Metadata), OpenError> {
 /// place since cannot block a non-blocking open, a link put in its place is not followed, and what was opened
 /// is checked again from its descriptor. (The check by path costs a second lookup of every file a search reads.)
 pub fn open_listed(path: &Path) -> Result<(File, Metadata), OpenError> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(path)?;
-    let meta = file.metadata()?;
-    match irregular_kind(&meta) {
-        None => Ok((file, meta)),
-        Some(kind) => Err(OpenError::NotRegular(kind)),
-    }
+    open_with(path, libc::O_NONBLOCK | libc::O_NOFOLLOW)
 }
 
 /// The first bytes of a file, at most the cap.

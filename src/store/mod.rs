@@ -151,6 +151,9 @@ fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // SQLite's page cache (2 MB by default) grew with every message written and stayed: the agent's memory rose
+    // with each long answer. 256 KiB holds what a turn touches; the rest is in the system's file cache.
+    conn.pragma_update(None, "cache_size", -256)?;
     migrate(conn)
 }
 
@@ -243,6 +246,14 @@ mod tests {
         let mode: String =
             second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn the_page_cache_is_bounded_so_memory_stays_flat_as_sessions_grow() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("tinycode.db")).unwrap();
+        let pages: i64 = store.call(|c| c.query_row("PRAGMA cache_size", [], |r| r.get(0))).await.unwrap();
+        assert_eq!(pages, -256, "256 KiB");
     }
 
     #[tokio::test]

@@ -18,7 +18,8 @@ pub fn shown(path: &Path, cwd: &Path) -> String {
 /// The 1-based line holding byte `offset` of `text`.
 pub fn line_of(text: &str, offset: usize) -> u32 {
     let offset = offset.min(text.len());
-    u32::try_from(text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1).unwrap_or(u32::MAX)
+    // memchr's count is vectorised; a byte filter is not in this size-optimised build (11 ms on 5 MB).
+    u32::try_from(memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() + 1).unwrap_or(u32::MAX)
 }
 
 /// The first 1-based line where `old` and `new` differ (1 for a new file).

@@ -133,6 +133,9 @@ pub async fn run(sources: Sources, options: Options) -> Exit {
     run_with(sources, options, output).await
 }
 
+/// How long a headless run waits, after its prompt, for the agent to save and stop.
+const AGENT_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Run one prompt headlessly, printing through `output`.
 pub async fn run_with(sources: Sources, options: Options, output: Arc<Output>) -> Exit {
     if let Ok(loaded) = Config::load(&sources, &options.cwd, &Trust::new(&sources))
@@ -172,7 +175,13 @@ pub async fn run_with(sources: Sources, options: Options, output: Arc<Output>) -
             Ok(drive(cx, &options, &output).await)
         })
         .await;
-    agent.abort();
+    // The client's end is closed now: the agent finishes saving the session (its store queue) and stops its
+    // servers. Aborting it instead could lose the turn's last messages when the process exits.
+    let mut agent = agent;
+    if tokio::time::timeout(AGENT_SHUTDOWN, &mut agent).await.is_err() {
+        tracing::warn!("the agent did not stop within {AGENT_SHUTDOWN:?}; exiting anyway");
+        agent.abort();
+    }
     let outcome = result.map_err(Failure::from).and_then(|r| r);
     match outcome {
         Ok((reason, exit)) => {

@@ -67,6 +67,8 @@ fn main() -> ExitCode {
     tune_allocator();
     // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
     let cli = parse();
+    // `tinycode acp`: stdin is read from now on, and the editor's `initialize` answered while the rest starts.
+    let stdio = matches!(&cli.command, Command::Acp(args) if !args.setup).then(start_stdio);
     // Orphans of commands (daemons, `setsid`) are re-parented here rather than to init, so they can be killed.
     tinycode::shell::tree::become_subreaper();
     if let Some(executable) = supervisor_executable() {
@@ -77,7 +79,7 @@ fn main() -> ExitCode {
         Err(e) => return fail(Exit::Failed, &format!("cannot start the runtime: {e}")).into(),
     };
     tinycode::shell::process::kill_children_on_panic();
-    let exit = runtime.block_on(dispatch(cli));
+    let exit = runtime.block_on(dispatch(cli, stdio));
     // Nothing this process started may outlive it.
     tinycode::shell::process::kill_every_descendant();
     exit.into()
@@ -100,11 +102,14 @@ fn supervisor_executable() -> Option<PathBuf> {
     if cfg!(target_os = "linux") { Some(PathBuf::from("/proc/self/exe")) } else { None }
 }
 
-async fn dispatch(cli: Cli) -> Exit {
+async fn dispatch(cli: Cli, stdio: Option<Result<Stdio, Exit>>) -> Exit {
     match cli.command {
         // `--setup`: the terminal sign-in an editor runs (its configured command plus this argument).
         Command::Acp(args) if args.setup => setup().await,
-        Command::Acp(_) => serve_stdio().await,
+        Command::Acp(_) => match stdio.unwrap_or_else(start_stdio) {
+            Ok(stdio) => serve_stdio(stdio).await,
+            Err(exit) => exit,
+        },
         Command::Run(args) => run(args).await,
         Command::Sessions(args) => sessions(args).await,
         Command::Export(args) => export(args).await,
@@ -140,17 +145,27 @@ async fn terminated() {
 /// Said once on stderr when `tinycode acp` is started by hand in a terminal, which would otherwise look hung.
 const WAITING: &str = "tinycode acp: waiting for an editor to speak ACP on stdin; editors start this command themselves (agent command `tinycode acp`, see editors/ in the source); try `tinycode run \"<prompt>\"` for a one-shot prompt; Ctrl-D quits\n";
 
-async fn serve_stdio() -> Exit {
+/// The stdio transport of `tinycode acp` with the user's configuration: started before the async runtime, so the
+/// editor's `initialize` is read and answered by the stdin thread while everything else starts.
+type Stdio = (acp::stdio::Transport<acp::stdio::Outgoing, acp::stdio::Incoming>, Sources);
+
+fn start_stdio() -> Result<Stdio, Exit> {
+    let sources = Sources::from_process();
+    let transport = acp::stdio::transport(Some(sources.clone()));
     // The SDK logs every error response it sends at WARN; those are answers, not faults.
     init_logging("warn,agent_client_protocol=error");
     if std::io::stdin().is_terminal() {
         say(WAITING);
     }
-    let transport = match acp::stdio::transport() {
-        Ok(transport) => transport,
-        Err(e) => return fail(Exit::Failed, &format!("cannot start the stdio threads: {e}")),
-    };
-    let serve = acp::serve(transport, Sources::from_process());
+    match transport {
+        Ok(transport) => Ok((transport, sources)),
+        Err(e) => Err(fail(Exit::Failed, &format!("cannot start the stdio threads: {e}"))),
+    }
+}
+
+async fn serve_stdio((transport, sources): Stdio) -> Exit {
+    let early = transport.handover();
+    let serve = acp::serve(transport, sources, early);
     tokio::select! {
         result = serve => match result {
             Ok(()) => Exit::Done,

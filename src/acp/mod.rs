@@ -8,6 +8,7 @@ pub mod auth;
 pub mod client;
 pub mod coalesce;
 pub mod convert;
+pub mod early;
 pub mod frames;
 pub mod handlers;
 pub mod headless;
@@ -41,11 +42,13 @@ use crate::session::Manager;
 pub struct State {
     manager: Manager,
     client: RwLock<Option<acp::InitializeRequest>>,
+    /// The stdio transport's early answer to `initialize` (see [`early`]).
+    early: Option<Arc<early::Handover>>,
 }
 
 impl State {
     pub fn new(manager: Manager) -> Self {
-        Self { manager, client: RwLock::new(None) }
+        Self { manager, client: RwLock::new(None), early: None }
     }
 
     /// The capabilities the client declared in `initialize` (none before it).
@@ -94,18 +97,26 @@ fn initialize(
     responder: Responder<acp::InitializeResponse>,
 ) -> Result<(), Error> {
     tracing::info!(client = ?request.client_info, "initialize");
-    let config = auth::user_config(state.manager.sources());
-    let images = config.as_ref().is_some_and(auth::takes_images);
-    let methods = config.as_ref().map(|c| auth::methods(c, &request.client_capabilities)).unwrap_or_default();
+    // The first `initialize` of a stdio connection was answered before it got here: the same answer again.
+    let early = state.early.as_ref().and_then(|early| early.take_response());
+    let response = early.unwrap_or_else(|| initialize_response(state.manager.sources(), &request));
     if let Ok(mut client) = state.client.write() {
         *client = Some(request);
     }
-    responder.respond(
-        acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
-            .agent_capabilities(capabilities(images))
-            .auth_methods(methods)
-            .agent_info(acp::Implementation::new("tinycode", env!("CARGO_PKG_VERSION")).title("tinycode")),
-    )
+    responder.respond(response)
+}
+
+/// The answer to `initialize`: what the agent offers, given the user's configuration (images when the default
+/// model takes them; the sign-in methods the client can run). The SDK's handler and the [`early`] answer both
+/// give this.
+pub fn initialize_response(sources: &Sources, request: &acp::InitializeRequest) -> acp::InitializeResponse {
+    let config = auth::user_config(sources);
+    let images = config.as_ref().is_some_and(auth::takes_images);
+    let methods = config.as_ref().map(|c| auth::methods(c, &request.client_capabilities)).unwrap_or_default();
+    acp::InitializeResponse::new(agent_client_protocol::schema::ProtocolVersion::V1)
+        .agent_capabilities(capabilities(images))
+        .auth_methods(methods)
+        .agent_info(acp::Implementation::new("tinycode", env!("CARGO_PKG_VERSION")).title("tinycode"))
 }
 
 fn cancel(state: &State, notification: acp::CancelNotification) {
@@ -115,22 +126,28 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
     }
 }
 
-/// Serve one ACP connection with the built-in tools until the client closes it.
-pub async fn serve(transport: impl ConnectTo<Agent> + 'static, sources: Sources) -> Result<(), Error> {
-    // Beside the rest of the start-up, not before it: `initialize` needs the model catalogue and its params
-    // schema, the later requests their own schemas; whatever is not ready yet is built on first use.
-    let urgent = || {
-        crate::llm::catalogue::warm();
-        params::warm_initialize();
-    };
-    crate::warm::spawn("tinycode-warm", urgent, params::warm);
-    serve_with(transport, Manager::new(sources)).await
+/// Serve one ACP connection with the built-in tools until the client closes it. `early`: what the transport
+/// answered before the connection started ([`stdio::Transport::handover`]).
+pub async fn serve(
+    transport: impl ConnectTo<Agent> + 'static,
+    sources: Sources,
+    early: Option<Arc<early::Handover>>,
+) -> Result<(), Error> {
+    // Beside the rest of the start-up, not before it: `initialize` needs its params schema (unless the transport
+    // answered it already), the later requests their own schemas; whatever is not ready yet is built on first use.
+    crate::warm::spawn("tinycode-warm", params::warm_initialize, params::warm);
+    let state = State { early, ..State::new(Manager::new(sources)) };
+    serve_state(transport, state).await
 }
 
 /// Serve one ACP connection with `manager`'s sessions until the client closes it; then cancel every
 /// session's work.
 pub async fn serve_with(transport: impl ConnectTo<Agent> + 'static, manager: Manager) -> Result<(), Error> {
-    let state = Arc::new(State::new(manager));
+    serve_state(transport, State::new(manager)).await
+}
+
+async fn serve_state(transport: impl ConnectTo<Agent> + 'static, state: State) -> Result<(), Error> {
+    let state = Arc::new(state);
     // Open the session database now, so the first session/new does not wait for it.
     tokio::spawn({
         let state = state.clone();

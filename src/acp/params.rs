@@ -28,15 +28,15 @@ const METHODS: [&str; 10] = [
 ];
 
 /// The schema of each checked request, as the SDK's types give it (`schemars`), stored in `schemas/` and compiled
-/// in: generating one at run time took up to a millisecond (the first `initialize` waited for it), parsing the
-/// stored text takes a few microseconds. A test regenerates them and fails when the SDK's types changed
-/// (`UPDATE_SCHEMAS=1 cargo test --lib acp::params` rewrites the files).
+/// in: generating one at run time took up to a millisecond (the first `initialize` waited for it). A test
+/// regenerates them and fails when the SDK's types changed (`UPDATE_SCHEMAS=1 cargo test --lib acp::params`
+/// rewrites the files).
 macro_rules! stored_schemas {
     ($($method:literal => $file:literal, $t:ty;)*) => {
-        /// The stored schema text of `method`.
-        fn stored(method: &str) -> Option<&'static str> {
+        /// The stored schema file of `method`.
+        fn file(method: &str) -> Option<&'static str> {
             match method {
-                $($method => Some(include_str!(concat!("schemas/", $file))),)*
+                $($method => Some($file),)*
                 _ => None,
             }
         }
@@ -62,17 +62,40 @@ stored_schemas! {
     "session/prompt" => "session_prompt.json", acp::PromptRequest;
 }
 
-/// The parsed schema of `method`, parsed the first time it is needed (one method at a time).
-fn schema_of(method: &str) -> Option<&'static Value> {
-    static PARSED: [OnceLock<Option<Value>>; METHODS.len()] = [const { OnceLock::new() }; METHODS.len()];
+include!(concat!(env!("OUT_DIR"), "/schemas.rs"));
+
+/// A stored schema: its root parsed, each of its `$defs` only the first time a `$ref` reaches it (a request
+/// touches a few of them; parsing all of `initialize`'s up front held up the first answer). `build.rs` splits
+/// the stored files into these texts.
+struct Schema {
+    root: Value,
+    /// Sorted by name.
+    defs: &'static [(&'static str, &'static str)],
+    parsed: Vec<OnceLock<Option<Value>>>,
+}
+
+impl Schema {
+    fn parse(method: &str, file: &str) -> Option<Self> {
+        let (root, defs) = stored_parts(file)?;
+        let root = serde_json::from_str(root)
+            .map_err(|e| tracing::error!(method, error = %e, "a stored params schema does not parse"))
+            .ok()?;
+        Some(Self { root, defs, parsed: defs.iter().map(|_| OnceLock::new()).collect() })
+    }
+
+    /// The definition `name`, parsed on first use.
+    fn def(&self, name: &str) -> Option<&Value> {
+        let index = self.defs.binary_search_by(|(def, _)| (*def).cmp(name)).ok()?;
+        let text = self.defs[index].1;
+        self.parsed[index].get_or_init(|| serde_json::from_str(text).ok()).as_ref()
+    }
+}
+
+/// The schema of `method`, parsed the first time it is needed (one method at a time).
+fn schema_of(method: &str) -> Option<&'static Schema> {
+    static PARSED: [OnceLock<Option<Schema>>; METHODS.len()] = [const { OnceLock::new() }; METHODS.len()];
     let index = METHODS.iter().position(|m| *m == method)?;
-    PARSED[index]
-        .get_or_init(|| {
-            serde_json::from_str(stored(method)?)
-                .map_err(|e| tracing::error!(method, error = %e, "a stored params schema does not parse"))
-                .ok()
-        })
-        .as_ref()
+    PARSED[index].get_or_init(|| Schema::parse(method, file(method)?)).as_ref()
 }
 
 /// Parse every schema now (on a start-up thread of its own, beside the first requests).
@@ -93,8 +116,8 @@ pub fn check(method: &str, params: &Value) -> Result<(), Error> {
     if params.is_null() {
         return Ok(());
     }
-    let checker = Checker { defs: schema.get("$defs").and_then(Value::as_object) };
-    checker.value(schema, params, "params").map_err(|wrong| {
+    let checker = Checker { schema };
+    checker.value(&schema.root, params, "params").map_err(|wrong| {
         let message = format!(
             "Invalid params: `{}` must be {}, got {}",
             wrong.path,
@@ -176,7 +199,7 @@ fn shown(value: &Value) -> String {
 
 /// Walks a value against a schema node, resolving `$ref`s in the root's `$defs`.
 struct Checker<'a> {
-    defs: Option<&'a Map<String, Value>>,
+    schema: &'a Schema,
 }
 
 impl Checker<'_> {
@@ -197,7 +220,7 @@ impl Checker<'_> {
         }
         if let Some(target) = schema.get("$ref").and_then(Value::as_str) {
             let name = target.strip_prefix("#/$defs/").unwrap_or(target);
-            if let Some(def) = self.defs.and_then(|defs| defs.get(name)) {
+            if let Some(def) = self.schema.def(name) {
                 self.value(def, value, path)?;
             }
         }
@@ -290,9 +313,20 @@ mod tests {
                 continue;
             }
             assert!(
-                stored(method) == Some(text.as_str()),
+                std::fs::read_to_string(dir.join(file)).unwrap() == text,
                 "{method}: the SDK's types changed; run UPDATE_SCHEMAS=1 cargo test --lib acp::params"
             );
+            // What build.rs compiled in is that file: its root and its definitions.
+            let (root, defs) = stored_parts(file).unwrap();
+            let mut whole: Value = serde_json::from_str(root).unwrap();
+            let defs: Map<String, Value> = defs
+                .iter()
+                .map(|(name, def)| (name.to_string(), serde_json::from_str(def).unwrap()))
+                .collect();
+            if !defs.is_empty() {
+                whole["$defs"] = Value::Object(defs);
+            }
+            assert_eq!(whole, schema, "{method}");
         }
     }
 

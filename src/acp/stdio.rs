@@ -22,8 +22,10 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
+use super::early::Handover;
 use super::frames::{self, Routed};
 use super::lines::LineReader;
+use crate::config::Sources;
 
 /// Frames waiting for the stdout thread; a full queue makes the agent wait (the editor is not reading).
 const OUTGOING_FRAMES: usize = 256;
@@ -122,8 +124,23 @@ pub struct Incoming {
 }
 
 impl Incoming {
-    fn start() -> io::Result<Self> {
+    /// Start the thread. With `early`, the first line is answered when it is an `initialize`: at once, on the
+    /// calling thread, when the editor has already sent it (no thread to wait for), else by the thread.
+    fn start(early: Option<(Arc<Handover>, Sources)>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel(INCOMING_CHUNKS);
+        let mut early = early;
+        let mut pending = Vec::new();
+        if let Some((handover, sources)) = &early
+            && readable_now()
+        {
+            let mut first = vec![0u8; CHUNK];
+            if let Ok(n) = io::stdin().lock().read(&mut first) {
+                first.truncate(n);
+                answer_first_line(handover, &first, sources);
+                pending = first;
+                early = None;
+            }
+        }
         std::thread::Builder::new().name("tinycode-stdin".into()).spawn(move || {
             let mut stdin = io::stdin().lock();
             let mut buf = vec![0u8; CHUNK];
@@ -132,14 +149,25 @@ impl Incoming {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     other => other,
                 };
+                if let (Some((handover, sources)), Ok(n)) = (early.take(), &read) {
+                    answer_first_line(&handover, &buf[..*n], &sources);
+                }
                 let end = matches!(read, Ok(0) | Err(_));
                 if tx.blocking_send(read.map(|n| buf[..n].to_vec())).is_err() || end {
                     return;
                 }
             }
         })?;
-        Ok(Self { chunks: rx, pending: Vec::new(), taken: 0 })
+        Ok(Self { chunks: rx, pending, taken: 0 })
     }
+}
+
+/// Has the editor written to stdin already (or closed it)? Never waits.
+fn readable_now() -> bool {
+    let mut stdin = libc::pollfd { fd: libc::STDIN_FILENO, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid `pollfd` for the duration of the call, and a zero timeout.
+    let ready = unsafe { libc::poll(&mut stdin, 1, 0) };
+    ready == 1 && stdin.revents & (libc::POLLIN | libc::POLLHUP) != 0
 }
 
 impl AsyncRead for Incoming {
@@ -162,20 +190,51 @@ impl AsyncRead for Incoming {
     }
 }
 
-/// The process's stdin and stdout as one ACP transport, their threads started now.
-pub fn transport() -> io::Result<Transport<Outgoing, Incoming>> {
-    Ok(Transport::new(Outgoing::start()?, Incoming::start()?))
+/// Answer `chunk`'s first line on stdout when it is an `initialize` the [`Handover`] can answer (only a line
+/// whole in the first chunk: an editor's first request is small). Nothing has been written to stdout before.
+fn answer_first_line(handover: &Handover, chunk: &[u8], sources: &Sources) {
+    let Some(end) = memchr::memchr(b'\n', chunk) else { return };
+    let line = chunk[..end].strip_suffix(b"\r").unwrap_or(&chunk[..end]);
+    handover.answer(line, sources, |answer| {
+        let mut stdout = io::stdout().lock();
+        stdout.write_all(answer).and_then(|()| stdout.flush())
+    });
+}
+
+/// The process's stdin and stdout as one ACP transport, their threads started now. With `sources`, the stdin
+/// thread answers the editor's `initialize` as soon as it arrives ([`early`](super::early)), from the user's
+/// configuration in `sources`.
+pub fn transport(sources: Option<Sources>) -> io::Result<Transport<Outgoing, Incoming>> {
+    let handover = Arc::new(Handover::default());
+    let early = sources.map(|sources| (handover.clone(), sources));
+    // stdin first: the early answer is written before the stdout thread exists.
+    let incoming = Incoming::start(early)?;
+    let transport = Transport::new(Outgoing::start()?, incoming);
+    Ok(transport.with_handover(handover))
 }
 
 /// Newline-delimited JSON-RPC over a pair of byte streams, with bounded lines and answers for unreadable ones.
 pub struct Transport<W, R> {
     outgoing: W,
     incoming: R,
+    /// What was answered before the SDK saw it (stdio only).
+    handover: Option<Arc<Handover>>,
 }
 
 impl<W, R> Transport<W, R> {
     pub fn new(outgoing: W, incoming: R) -> Self {
-        Self { outgoing, incoming }
+        Self { outgoing, incoming, handover: None }
+    }
+
+    /// Hold back the SDK's own answer to a request answered early, and the lines after it until it has passed.
+    pub fn with_handover(mut self, handover: Arc<Handover>) -> Self {
+        self.handover = Some(handover);
+        self
+    }
+
+    /// What was answered before the SDK saw it, for the agent's own `initialize` handler.
+    pub fn handover(&self) -> Option<Arc<Handover>> {
+        self.handover.clone()
     }
 }
 
@@ -191,9 +250,10 @@ where
         // Answers to unreadable lines join the peer's own frames in one queue, so they go out in order.
         let replies = theirs.tx.clone();
         let (stop_reading, registration) = AbortHandle::new_pair();
-        let reading = Abortable::new(read_frames(self.incoming, to_peer, replies), registration)
-            .map(|read| read.unwrap_or(Ok(())));
-        let writing = write_frames(from_peer, self.outgoing);
+        let reading =
+            Abortable::new(read_frames(self.incoming, to_peer, replies, self.handover.clone()), registration)
+                .map(|read| read.unwrap_or(Ok(())));
+        let writing = write_frames(from_peer, self.outgoing, self.handover);
         let io = Box::pin(futures::future::try_join(reading, writing));
         let peer = Box::pin(ConnectTo::<Ro>::connect_to(theirs, peer));
         match futures::future::select(peer, io).await {
@@ -213,11 +273,13 @@ where
     }
 }
 
-/// Read lines until the end of the stream, sending each where [`frames::route`] says.
+/// Read lines until the end of the stream, sending each where [`frames::route`] says. After the first line,
+/// when it was answered early, wait for the SDK's own answer to pass before reading on.
 async fn read_frames<R: AsyncRead + Unpin>(
     incoming: R,
     to_peer: UnboundedSender<TransportFrame>,
     replies: UnboundedSender<TransportFrame>,
+    mut handover: Option<Arc<Handover>>,
 ) -> Result<(), Error> {
     let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, incoming));
     while let Some(line) = lines.next().await.map_err(Error::into_internal_error)? {
@@ -229,6 +291,9 @@ async fn read_frames<R: AsyncRead + Unpin>(
         if sent.is_err() {
             break;
         }
+        if let Some(handover) = handover.take() {
+            handover.passed().await;
+        }
     }
     Ok(())
 }
@@ -237,8 +302,12 @@ async fn read_frames<R: AsyncRead + Unpin>(
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut frames: impl Stream<Item = TransportFrame> + Unpin,
     mut outgoing: W,
+    handover: Option<Arc<Handover>>,
 ) -> Result<(), Error> {
     while let Some(frame) = frames.next().await {
+        if handover.as_ref().is_some_and(|h| h.is_repeat(&frame)) {
+            continue;
+        }
         let mut line = match frame.to_json() {
             Ok(line) => line,
             Err(e) => {

@@ -50,8 +50,11 @@ pub enum SessionError {
 }
 
 /// Schedule the durable jobs kept in `store`.
-async fn schedule_stored_jobs(store: &Store, scheduler: &Scheduler) {
-    match store.jobs().await {
+async fn schedule_stored_jobs(
+    stored: impl Future<Output = Result<Vec<crate::store::jobs::JobRow>, StoreError>>,
+    scheduler: Arc<Scheduler>,
+) {
+    match stored.await {
         Ok(rows) => {
             for job in rows.into_iter().filter_map(super::jobs::from_row) {
                 if let Err(e) = scheduler.add(job) {
@@ -212,7 +215,9 @@ impl Manager {
                 let store = tokio::task::spawn_blocking(move || Store::open(&path))
                     .await
                     .unwrap_or(Err(StoreError::Closed))?;
-                schedule_stored_jobs(&store, &scheduler).await;
+                // Read before anything else can use the store (so no job is both read here and added by a
+                // session), scheduled without holding up the store's first users.
+                tokio::spawn(schedule_stored_jobs(store.jobs(), scheduler));
                 Ok(store)
             })
             .await

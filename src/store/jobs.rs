@@ -32,9 +32,9 @@ impl Store {
         .await
     }
 
-    /// Every durable job, oldest first.
-    pub async fn jobs(&self) -> Result<Vec<JobRow>, StoreError> {
-        self.call(|c| {
+    /// Every durable job, oldest first, as stored when this is called (the read is queued at once).
+    pub fn jobs(&self) -> impl Future<Output = Result<Vec<JobRow>, StoreError>> + Send + 'static {
+        self.queue(|c| {
             let mut statement = c.prepare_cached(
                 "SELECT id, session_id, cron, prompt, recurring, created_at, last_fired FROM cron_jobs ORDER BY created_at, id",
             )?;
@@ -52,7 +52,6 @@ impl Store {
                 })?
                 .collect()
         })
-        .await
     }
 
     /// Claim the firing of job `id` due at `due`: `false` when another process claimed it (or the job is gone).

@@ -195,12 +195,24 @@ impl Store {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> Result<T, StoreError> {
+        self.queue(work).await
+    }
+
+    /// Queue `work` on the database thread now (after everything queued before, before everything queued after),
+    /// and wait for its result when the returned future is awaited.
+    pub fn queue<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
         let (reply, answer) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move |conn| {
             let _ = reply.send(work(conn).map_err(StoreError::from));
         });
-        self.jobs.send(job).map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)?
+        let sent = self.jobs.send(job).map_err(|_| StoreError::Closed);
+        async move {
+            sent?;
+            answer.await.map_err(|_| StoreError::Closed)?
+        }
     }
 
     /// Queue `work` without waiting for it. Jobs run in the order they were queued, so writes queued one after

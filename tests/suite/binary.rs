@@ -222,6 +222,63 @@ async fn a_garbage_line_gets_a_parse_error_and_the_agent_keeps_serving() {
     assert!(wait_exit(&mut raw.child).await.success());
 }
 
+/// Read lines until the answer to request `last`, returning the answers (not the notifications) in order.
+async fn answers_until(raw: &mut Raw, last: u64) -> Vec<Value> {
+    let mut answers = Vec::new();
+    loop {
+        let line = raw.recv().await;
+        if line.get("method").is_some() {
+            continue;
+        }
+        let done = line["id"] == last;
+        answers.push(line);
+        if done {
+            return answers;
+        }
+    }
+}
+
+#[tokio::test]
+async fn lines_sent_with_the_first_initialize_are_served_after_it_and_it_is_answered_once_as_the_sdk_would() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    let initialize = |id: u64| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {"terminal": true}}}).to_string()
+    };
+    let new = json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {"cwd": env.cwd(), "mcpServers": []}});
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "session/list", "params": {}});
+    // One write, before any answer is read: the agent reads them together. The first is answered by the stdin
+    // reader before the SDK runs; the repeat (allowed before any other request) is the SDK's own answer.
+    for line in [initialize(1), initialize(2), new.to_string(), list.to_string()] {
+        raw.frames.line(From::Client, &line);
+    }
+    raw.send_unchecked(&format!("{}\n{}\n{new}\n{list}", initialize(1), initialize(2))).await;
+    let answers = answers_until(&mut raw, 4).await;
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [1, 2, 3, 4], "each request answered once, in order: {answers:#?}");
+    assert_eq!(answers[0]["result"], answers[1]["result"], "the early answer is the SDK's");
+    assert!(answers[2]["result"]["sessionId"].as_str().unwrap().starts_with("sess_"), "{:?}", answers[2]);
+    assert!(answers[3]["result"]["sessions"].is_array(), "{:?}", answers[3]);
+    drop(raw.stdin);
+    assert!(wait_exit(&mut raw.child).await.success(), "{}", Raw::logs());
+}
+
+#[tokio::test]
+async fn a_mistyped_first_initialize_gets_the_sdks_error_and_a_good_one_after_it_is_answered() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut raw = Raw::spawn(env.command(&model, &["acp"]));
+    raw.send_unchecked(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":true}}}"#).await;
+    let refused = raw.recv().await;
+    assert_eq!((&refused["id"], &refused["error"]["code"]), (&json!(1), &json!(-32602)), "{refused}");
+    assert_eq!(refused["error"]["data"], json!({"field": "clientCapabilities.fs"}));
+    raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["result"]["agentInfo"]["name"], "tinycode");
+    drop(raw.stdin);
+    assert!(wait_exit(&mut raw.child).await.success(), "{}", Raw::logs());
+}
+
 #[tokio::test]
 async fn invalid_utf8_and_a_ten_megabyte_garbage_line_get_small_errors_and_the_binary_keeps_serving() {
     let env = Env::new();

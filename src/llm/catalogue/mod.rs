@@ -9,8 +9,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{LazyLock, Mutex};
 
-use serde::Deserialize;
-
 use crate::config::ModelOverride;
 
 /// The snapshot's licence, as the binary credits it.
@@ -21,42 +19,24 @@ pub const UNKNOWN_REMOTE: (u64, u64) = (128_000, 16_384);
 pub const UNKNOWN_LOCAL: (u64, u64) = (8_192, 2_048);
 
 /// One model of the compiled snapshot.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// `provider/model`.
-    pub id: String,
+    pub id: &'static str,
     pub context: u64,
     pub output: u64,
-    #[serde(default = "yes")]
+    /// Absent in the snapshot: `true`; the other flags default to `false`.
     pub tools: bool,
-    #[serde(default)]
     pub images: bool,
-    #[serde(default)]
     pub reasoning: bool,
     /// How reasoning is asked for: `effort`, `budget` (thinking tokens) or `toggle`.
-    #[serde(default)]
-    pub reasoning_control: Option<String>,
+    pub reasoning_control: Option<&'static str>,
     /// The field the model needs its reasoning sent back under (`reasoning_content`, `reasoning_details`).
-    #[serde(default)]
-    pub send_back: Option<String>,
+    pub send_back: Option<&'static str>,
 }
 
-fn yes() -> bool {
-    true
-}
-
-static COMPILED: LazyLock<Vec<Entry>> = LazyLock::new(|| {
-    serde_json::from_str(include_str!("models.json")).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "the compiled model catalogue does not parse");
-        Vec::new()
-    })
-});
-
-/// Parse the compiled snapshot now (a 40 KB JSON text), on a thread of its own at startup, so `initialize` (which
-/// asks whether the default model takes images) finds it parsed.
-pub fn warm() {
-    LazyLock::force(&COMPILED);
-}
+/// The snapshot, turned into this table by `build.rs` from `models.json` (nothing is parsed at run time).
+static COMPILED: &[Entry] = include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));
 
 /// What a local server says about one of its models.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -10,11 +10,8 @@ fn the_compiled_snapshot_parses_and_credits_its_source() {
 
 #[test]
 fn a_model_is_found_at_its_provider_at_any_provider_without_its_date_or_behind_a_router() {
-    assert_eq!(
-        compiled("anthropic", "claude-sonnet-4-5").map(|e| e.id.as_str()),
-        Some("anthropic/claude-sonnet-4-5")
-    );
-    assert_eq!(compiled("my-proxy", "gpt-4.1").map(|e| e.id.as_str()), Some("openai/gpt-4.1"));
+    assert_eq!(compiled("anthropic", "claude-sonnet-4-5").map(|e| e.id), Some("anthropic/claude-sonnet-4-5"));
+    assert_eq!(compiled("my-proxy", "gpt-4.1").map(|e| e.id), Some("openai/gpt-4.1"));
     let dated = compiled("anthropic", "claude-sonnet-4-5-20990101").unwrap();
     assert_eq!(dated.id, "anthropic/claude-sonnet-4-5");
     assert_eq!(undated("gpt-4o-2024-08-06"), Some("gpt-4o"));

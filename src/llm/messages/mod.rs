@@ -202,7 +202,8 @@ pub fn body(request: &Request, provider: &str) -> Value {
         body.insert("tool_choice".into(), json!({"type": "auto"}));
     }
     if let Some(effort) = &request.reasoning_effort {
-        let control = catalogue::compiled(provider, &request.model).and_then(|m| m.reasoning_control.clone());
+        let control = catalogue::compiled(provider, &request.model)
+            .and_then(|m| m.reasoning_control.map(str::to_string));
         if control.as_deref() == Some("budget") {
             let budget = budget(effort);
             max = max.max(budget + 4_096);

@@ -67,7 +67,7 @@ fn main() -> ExitCode {
     tune_allocator();
     // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
     let cli = parse();
-    // `tinycode acp`: stdin is read from now on, and the editor's `initialize` answered while the rest starts.
+    // `tinycode acp`: stdin is read from now on, and the editor's `initialize` answered before the rest starts.
     let stdio = matches!(&cli.command, Command::Acp(args) if !args.setup).then(start_stdio);
     // Orphans of commands (daemons, `setsid`) are re-parented here rather than to init, so they can be killed.
     tinycode::shell::tree::become_subreaper();
@@ -145,9 +145,10 @@ async fn terminated() {
 /// Said once on stderr when `tinycode acp` is started by hand in a terminal, which would otherwise look hung.
 const WAITING: &str = "tinycode acp: waiting for an editor to speak ACP on stdin; editors start this command themselves (agent command `tinycode acp`, see editors/ in the source); try `tinycode run \"<prompt>\"` for a one-shot prompt; Ctrl-D quits\n";
 
-/// The stdio transport of `tinycode acp` with the user's configuration: started before the async runtime, so the
-/// editor's `initialize` is read and answered by the stdin thread while everything else starts.
-type Stdio = (acp::stdio::Transport<acp::stdio::Outgoing, acp::stdio::Incoming>, Sources);
+/// The stdio transport of `tinycode acp` with the user's configuration and what started with it: started before
+/// the async runtime, so the editor's `initialize` is answered first (see `acp::early`) and the session database
+/// opens beside the rest of the start.
+type Stdio = (acp::stdio::Transport<acp::stdio::Outgoing, acp::stdio::Incoming>, Sources, acp::Started);
 
 fn start_stdio() -> Result<Stdio, Exit> {
     let sources = Sources::from_process();
@@ -157,15 +158,20 @@ fn start_stdio() -> Result<Stdio, Exit> {
     if std::io::stdin().is_terminal() {
         say(WAITING);
     }
+    // The session database opens on its own thread from now on, beside the rest of the start.
+    let store =
+        tinycode::store::Store::open_in_background(tinycode::store::database_path(&sources.data_dir()));
     match transport {
-        Ok(transport) => Ok((transport, sources)),
+        Ok(transport) => {
+            let started = acp::Started { early: transport.handover(), store: Some(store) };
+            Ok((transport, sources, started))
+        }
         Err(e) => Err(fail(Exit::Failed, &format!("cannot start the stdio threads: {e}"))),
     }
 }
 
-async fn serve_stdio((transport, sources): Stdio) -> Exit {
-    let early = transport.handover();
-    let serve = acp::serve(transport, sources, early);
+async fn serve_stdio((transport, sources, started): Stdio) -> Exit {
+    let serve = acp::serve(transport, sources, started);
     tokio::select! {
         result = serve => match result {
             Ok(()) => Exit::Done,

@@ -121,6 +121,9 @@ pub async fn new_session(
     let (modes, options) = state_of(&session);
     responder
         .respond(acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options))?;
+    // Let the answer be written before the work that follows it (the commands, the model list, the trust
+    // question): on a busy machine that work held the answer back by a few tenths of a millisecond.
+    tokio::task::yield_now().await;
     session.announce();
     session.refresh_models();
     session.offer_trust();

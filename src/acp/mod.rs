@@ -126,17 +126,29 @@ fn cancel(state: &State, notification: acp::CancelNotification) {
     }
 }
 
-/// Serve one ACP connection with the built-in tools until the client closes it. `early`: what the transport
-/// answered before the connection started ([`stdio::Transport::handover`]).
+/// What `tinycode acp` starts before the async runtime, for [`serve`] to take over.
+#[derive(Default)]
+pub struct Started {
+    /// What the transport answered before the connection started ([`stdio::Transport::handover`]).
+    pub early: Option<Arc<early::Handover>>,
+    /// The session database, being opened since (at the path the manager would use).
+    pub store: Option<crate::store::Opening>,
+}
+
+/// Serve one ACP connection with the built-in tools until the client closes it.
 pub async fn serve(
     transport: impl ConnectTo<Agent> + 'static,
     sources: Sources,
-    early: Option<Arc<early::Handover>>,
+    started: Started,
 ) -> Result<(), Error> {
     // Beside the rest of the start-up, not before it: `initialize` needs its params schema (unless the transport
     // answered it already), the later requests their own schemas; whatever is not ready yet is built on first use.
     crate::warm::spawn("tinycode-warm", params::warm_initialize, params::warm);
-    let state = State { early, ..State::new(Manager::new(sources)) };
+    let mut manager = Manager::new(sources);
+    if let Some(opening) = started.store {
+        manager = manager.with_opening(opening);
+    }
+    let state = State { early: started.early, ..State::new(manager) };
     serve_state(transport, state).await
 }
 

@@ -89,6 +89,8 @@ pub struct Manager {
     locks: Arc<FileLocks>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     store: tokio::sync::OnceCell<Result<Store, StoreError>>,
+    /// The database being opened since start-up, until [`Manager::store`] takes it.
+    opening: Mutex<Option<crate::store::Opening>>,
     /// Model ids by provider, fetched from `GET /models`.
     catalogue: Arc<Catalogue>,
     /// Which projects the user trusts to configure the agent, and this process's answers.
@@ -136,6 +138,7 @@ impl Manager {
             locks: Arc::new(FileLocks::default()),
             sessions: Mutex::new(HashMap::new()),
             store: tokio::sync::OnceCell::new(),
+            opening: Mutex::new(None),
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
             scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
@@ -206,22 +209,35 @@ impl Manager {
         crate::store::database_path(&self.sources.data_dir())
     }
 
-    /// The store, opened on first use (on a blocking thread); its durable jobs are scheduled as it opens.
+    /// The store: the one being opened since start-up ([`Manager::with_opening`]), else opened on first use (on
+    /// a blocking thread). Its durable jobs are scheduled as it opens.
     pub async fn store(&self) -> Result<Store, StoreError> {
         let path = self.database_path();
         let scheduler = self.scheduler.clone();
         self.store
-            .get_or_init(|| async move {
-                let store = tokio::task::spawn_blocking(move || Store::open(&path))
-                    .await
-                    .unwrap_or(Err(StoreError::Closed))?;
-                // Read before anything else can use the store (so no job is both read here and added by a
-                // session), scheduled without holding up the store's first users.
-                tokio::spawn(schedule_stored_jobs(store.jobs(), scheduler));
-                Ok(store)
+            .get_or_init(|| {
+                let opening = lock(&self.opening).take();
+                async move {
+                    let store = match opening {
+                        Some(opening) => opening.store().await,
+                        None => tokio::task::spawn_blocking(move || Store::open(&path))
+                            .await
+                            .unwrap_or(Err(StoreError::Closed)),
+                    }?;
+                    // Read before anything else can use the store (so no job is both read here and added by a
+                    // session), scheduled without holding up the store's first users.
+                    tokio::spawn(schedule_stored_jobs(store.jobs(), scheduler));
+                    Ok(store)
+                }
             })
             .await
             .clone()
+    }
+
+    /// Use the database being opened by `opening` (started before the manager, at [`Self::database_path`]).
+    pub fn with_opening(self, opening: crate::store::Opening) -> Self {
+        *lock(&self.opening) = Some(opening);
+        self
     }
 
     /// The tools new sessions start with (waiting for the built-in set while it is being built).

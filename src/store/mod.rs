@@ -169,25 +169,70 @@ fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     }
 }
 
+/// Open (creating if needed) and configure the database at `path`.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let failed = |message: String| StoreError::Open { path: path.to_path_buf(), message };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+    }
+    let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+    configure(&mut conn).map_err(|e| failed(e.to_string()))?;
+    Ok(conn)
+}
+
+/// Run the jobs queued for `conn`, in order, until every [`Store`] handle is gone.
+fn run_jobs(mut conn: Connection, queue: mpsc::Receiver<Job>) {
+    while let Ok(job) = queue.recv() {
+        job(&mut conn);
+    }
+}
+
+/// A database being opened on its own thread ([`Store::open_in_background`]).
+pub struct Opening(tokio::sync::oneshot::Receiver<Result<Store, StoreError>>);
+
+impl Opening {
+    /// The store, once open.
+    pub async fn store(self) -> Result<Store, StoreError> {
+        self.0.await.unwrap_or(Err(StoreError::Closed))
+    }
+}
+
 impl Store {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let failed = |message: String| StoreError::Open { path: path.to_path_buf(), message };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
-        }
-        let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
-        configure(&mut conn).map_err(|e| failed(e.to_string()))?;
+        let conn = connect(path)?;
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("tinycode-store".into())
-            .spawn(move || {
-                while let Ok(job) = queue.recv() {
-                    job(&mut conn);
-                }
-            })
-            .map_err(|e| failed(e.to_string()))?;
+            .spawn(move || run_jobs(conn, queue))
+            .map_err(|e| StoreError::Open { path: path.to_path_buf(), message: e.to_string() })?;
         Ok(Store { jobs, path: path.to_path_buf() })
+    }
+
+    /// Start opening the database at `path` on the thread that will run its jobs, and return at once: the
+    /// agent opens it beside its own start instead of when the first session needs it.
+    pub fn open_in_background(path: PathBuf) -> Opening {
+        let (opened, opening) = tokio::sync::oneshot::channel();
+        let thread = path.clone();
+        let spawned =
+            std::thread::Builder::new().name("tinycode-store".into()).spawn(move || match connect(&thread) {
+                Ok(conn) => {
+                    let (jobs, queue) = mpsc::channel::<Job>();
+                    let _ = opened.send(Ok(Store { jobs, path: thread }));
+                    run_jobs(conn, queue);
+                }
+                Err(e) => {
+                    let _ = opened.send(Err(e));
+                }
+            });
+        match spawned {
+            Ok(_) => Opening(opening),
+            Err(e) => {
+                let (failed, opening) = tokio::sync::oneshot::channel();
+                let _ = failed.send(Err(StoreError::Open { path, message: e.to_string() }));
+                Opening(opening)
+            }
+        }
     }
 
     /// Run `work` on the database thread.
@@ -258,6 +303,29 @@ mod tests {
         let mode: String =
             second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn a_store_opened_in_the_background_is_migrated_and_runs_jobs_in_the_order_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nested/tinycode.db");
+        let store = Store::open_in_background(path.clone()).store().await.unwrap();
+        assert_eq!((store.path.clone(), store.version().await.unwrap()), (path, MIGRATIONS.len() as i64));
+        let first = store.queue(|c| c.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)"));
+        let second = store.queue(|c| c.query_row("SELECT n FROM t", [], |r| r.get::<_, i64>(0)));
+        assert_eq!(second.await.unwrap(), 1, "queued after the table was made, though awaited first");
+        first.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_database_that_cannot_be_opened_in_the_background_says_which() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("file"), "").unwrap();
+        let path = dir.path().join("file/tinycode.db");
+        match Store::open_in_background(path.clone()).store().await {
+            Err(StoreError::Open { path: named, .. }) => assert_eq!(named, path),
+            other => panic!("{:?}", other.map(|s| s.path)),
+        }
     }
 
     #[tokio::test]

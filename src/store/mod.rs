@@ -157,8 +157,13 @@ fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     migrate(conn)
 }
 
-/// Apply the migrations the database has not seen, each in its own transaction.
+/// Apply the migrations the database has not seen, each in its own transaction. An up-to-date database (every
+/// start but the first after an upgrade) is only read: no write lock is taken.
 fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version >= MIGRATIONS.len() as i64 {
+        return Ok(());
+    }
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;

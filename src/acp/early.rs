@@ -1,5 +1,6 @@
-//! The early answer to `initialize`: the stdin thread answers the editor's first line itself the moment it arrives,
-//! while the async runtime, the session manager and the SDK's connection are still starting. The same line then
+//! The early answer to `initialize`: the stdio transport answers the editor's first line itself the moment it is
+//! read (by the thread starting the agent when the line is already there, else by the stdin thread), before the
+//! async runtime, the session manager and the SDK's connection have started. The same line then
 //! goes through the SDK as usual, so the SDK's handshake state is exactly what it would have been: its own answer
 //! (the same value, from [`initialize_response`](super::initialize_response)) is recognised by its id and
 //! dropped, and the editor's next lines wait until it has passed (the SDK refuses anything but `initialize`

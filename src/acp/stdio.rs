@@ -201,9 +201,9 @@ fn answer_first_line(handover: &Handover, chunk: &[u8], sources: &Sources) {
     });
 }
 
-/// The process's stdin and stdout as one ACP transport, their threads started now. With `sources`, the stdin
-/// thread answers the editor's `initialize` as soon as it arrives ([`early`](super::early)), from the user's
-/// configuration in `sources`.
+/// The process's stdin and stdout as one ACP transport, their threads started now. With `sources`, the editor's
+/// `initialize` is answered as soon as it is read ([`early`](super::early)), from the user's configuration in
+/// `sources`: before this returns when the editor has already written it, else by the stdin thread.
 pub fn transport(sources: Option<Sources>) -> io::Result<Transport<Outgoing, Incoming>> {
     let handover = Arc::new(Handover::default());
     let early = sources.map(|sources| (handover.clone(), sources));

@@ -116,8 +116,10 @@ impl Manager {
         let build = move || {
             registry.get_or_init(|| built_in(&sources));
         };
-        // Should the thread not start, the first session builds the tools itself.
-        crate::warm::spawn("tinycode-tools", || {}, build);
+        // At the process's priority: the first session needs them and would otherwise wait on a thread that gets
+        // the CPU last (`initialize` no longer waits for anything built here). Should the thread not start, the
+        // first session builds the tools itself.
+        crate::warm::spawn("tinycode-tools", build, || {});
         manager
     }
 

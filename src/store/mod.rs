@@ -157,13 +157,8 @@ fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     migrate(conn)
 }
 
-/// Apply the migrations the database has not seen, each in its own transaction. An up-to-date database (every
-/// start but the first after an upgrade) is only read: no write lock is taken.
+/// Apply the migrations the database has not seen, each in its own transaction.
 fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
-    if version >= MIGRATIONS.len() as i64 {
-        return Ok(());
-    }
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -181,8 +176,29 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
         std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
     }
     let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
-    configure(&mut conn).map_err(|e| failed(e.to_string()))?;
-    Ok(conn)
+    let mut waited = Duration::ZERO;
+    loop {
+        match configure(&mut conn) {
+            Ok(()) => return Ok(conn),
+            // Two agents making a new database at once both want it whole to switch it to WAL; SQLite then fails
+            // one of them at once rather than wait (it would deadlock). The other is done within milliseconds.
+            Err(e) if is_busy(&e) && waited < BUSY_TIMEOUT => {
+                std::thread::sleep(OPEN_RETRY);
+                waited += OPEN_RETRY;
+            }
+            Err(e) => return Err(failed(e.to_string())),
+        }
+    }
+}
+
+/// How long an open waits before trying again when another agent holds the new database.
+const OPEN_RETRY: Duration = Duration::from_millis(5);
+
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Run the jobs queued for `conn`, in order, until every [`Store`] handle is gone.
@@ -308,6 +324,27 @@ mod tests {
         let mode: String =
             second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn agents_opening_a_new_database_at_the_same_moment_all_get_it() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("tinycode.db");
+            let barrier = std::sync::Arc::new(std::sync::Barrier::new(6));
+            let openers: Vec<_> = (0..6)
+                .map(|_| {
+                    let (path, barrier) = (path.clone(), barrier.clone());
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        Store::open(&path).map(|_| ()).map_err(|e| e.to_string())
+                    })
+                })
+                .collect();
+            for opener in openers {
+                assert_eq!(opener.join().unwrap(), Ok(()), "round {round}");
+            }
+        }
     }
 
     #[tokio::test]

@@ -20,7 +20,7 @@ use tokio::sync::watch;
 
 use crate::config::Sources;
 
-/// What the stdin thread answered and whether the SDK's own answer to it has passed since.
+/// What the stdio transport answered early, and whether the SDK's own answer to it has passed since.
 pub struct Handover {
     /// The id of the request answered early; set once, before the line reaches the SDK.
     answered: OnceLock<RawJsonRpcId>,

@@ -22,10 +22,27 @@ fn main() {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
     println!("cargo:rerun-if-changed=build.rs");
+    order_hot_code();
     let out = std::env::var("OUT_DIR").map(std::path::PathBuf::from);
     let Ok(out) = out else { panic!("cargo sets OUT_DIR for build scripts") };
     write(&out.join("catalogue.rs"), &catalogue(Path::new("src/llm/catalogue/models.json")));
     write(&out.join("schemas.rs"), &schemas(Path::new("src/acp/schemas")));
+}
+
+/// Have the linker lay out the functions a session runs first and together (`packaging/link-order.txt`, written by
+/// `benches/link_order.py`): the kernel maps code 64 KB at a time around each page first touched, so spread out,
+/// the code that runs drags most of the binary into memory. Release builds of the one target whose default linker
+/// is LLD (the option is LLD's); names the binary no longer has are skipped.
+fn order_hot_code() {
+    println!("cargo:rerun-if-changed=packaging/link-order.txt");
+    let release = std::env::var("PROFILE").is_ok_and(|profile| profile == "release");
+    let lld = std::env::var("TARGET").is_ok_and(|target| target == "x86_64-unknown-linux-gnu");
+    let Ok(root) = std::env::var("CARGO_MANIFEST_DIR") else { return };
+    let order = Path::new(&root).join("packaging/link-order.txt");
+    if release && lld && order.is_file() {
+        println!("cargo:rustc-link-arg-bin=tinycode=-Wl,--symbol-ordering-file={}", order.display());
+        println!("cargo:rustc-link-arg-bin=tinycode=-Wl,--no-warn-symbol-ordering");
+    }
 }
 
 fn write(path: &Path, text: &str) {

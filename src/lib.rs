@@ -37,6 +37,7 @@
 //! | `config`     | environment and config files, the providers and their key binding (`providers`), project trust (which project settings need it, the user's trust record), writing the user's file on sign-in (`user`), subagents defined in config files (`agents`) |
 //! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |
+//! | `tls`        | the process's TLS client settings: ring, and the platform's root certificates read once, on the first certificate to check (never for plain HTTP) |
 //! | `warm`       | start-up work beside the first requests, on low-priority threads of its own |
 //! | `heap`       | giving freed memory back to the system once a turn is over |
 //! | `display`    | how a tool call is presented (title, kind, locations, diffs), shared by `tool` and `permission` |
@@ -91,6 +92,7 @@ pub mod session;
 pub mod setup;
 pub mod shell;
 pub mod store;
+pub mod tls;
 pub mod tool;
 pub mod warm;
 pub mod web;

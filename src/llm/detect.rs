@@ -104,8 +104,7 @@ pub struct Found {
 async fn client() -> Option<&'static reqwest::Client> {
     static CLIENT: OnceLock<Option<reqwest::Client>> = OnceLock::new();
     fn build() -> Option<reqwest::Client> {
-        transport::install_crypto();
-        reqwest::Client::builder()
+        crate::tls::client_builder()
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(PROBE_TIMEOUT)
             .no_proxy()

@@ -85,8 +85,7 @@ fn http_client() -> Result<reqwest::Client, String> {
     static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> = std::sync::OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            reqwest::Client::builder()
+            crate::tls::client_builder()
                 .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
                 .pool_max_idle_per_host(0)
                 .redirect(reqwest::redirect::Policy::none())

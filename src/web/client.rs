@@ -117,15 +117,13 @@ impl Fetcher {
 
     /// A fetcher with its own name lookup and limits (tests answer names from a table).
     pub fn with(policy: Policy, lookup: Arc<dyn Lookup>, limits: Limits) -> Result<Self, FetchError> {
-        // reqwest is built without a default crypto provider; ring is ours. Installing twice is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        // TLS 1.2 at least: the process's TLS settings (`crate::tls`) offer nothing older.
+        let http = crate::tls::client_builder()
             .dns_resolver(Arc::new(Guarded::new(lookup, policy.clone())))
             .no_proxy()
             .redirect(redirect_policy(policy.clone(), limits.max_redirects))
             .timeout(limits.timeout)
             .connect_timeout(limits.timeout.min(Duration::from_secs(10)))
-            .tls_version_min(reqwest::tls::Version::TLS_1_2)
             .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| FetchError::Network(format!("cannot create the HTTP client: {}", chain(&e))))?;

@@ -80,10 +80,9 @@ pub struct Searcher {
 
 impl Searcher {
     pub fn new(url: &str, key: &str, timeout: Duration) -> Result<Self, SearchError> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        // TLS 1.2 at least: the process's TLS settings (`crate::tls`) offer nothing older.
+        let http = crate::tls::client_builder()
             .timeout(timeout)
-            .tls_version_min(reqwest::tls::Version::TLS_1_2)
             .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| SearchError::Network(e.to_string()))?;

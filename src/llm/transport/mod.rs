@@ -62,22 +62,15 @@ pub fn wait_in_message(message: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(secs).ok()
 }
 
-/// Install ring as the TLS crypto provider: reqwest is built without a default one, and building any client
-/// before this panics. Installing twice is harmless.
-pub fn install_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
 /// The process's HTTP client, once built.
 static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 
-/// One HTTP client for the whole process: building one loads the platform's root certificates, which is far
-/// too slow to do per session.
+/// One HTTP client for the whole process (its connection pool is shared by every session). The platform's root
+/// certificates are read on its first HTTPS handshake (`crate::tls`), ahead of it when `for_url` sees one coming.
 pub fn http() -> Result<&'static reqwest::Client, LlmError> {
     CLIENT
         .get_or_init(|| {
-            install_crypto();
-            reqwest::Client::builder()
+            crate::tls::client_builder()
                 .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|e| e.to_string())
@@ -86,8 +79,17 @@ pub fn http() -> Result<&'static reqwest::Client, LlmError> {
         .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))
 }
 
-/// The HTTP client, built off the async runtime's threads the first time: loading the TLS roots costs
-/// milliseconds of CPU, so it runs at a low priority (`warm`) and the answers the editor waits for go first.
+/// Before a request to `url`: for HTTPS, the platform's roots start loading now on a low-priority thread
+/// (reading them costs milliseconds of CPU), so the handshake finds them rather than reading them on the async
+/// runtime. Plain HTTP (a local model server) never reads them.
+pub fn prepare_tls(url: &str) {
+    if url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
+        crate::tls::preload();
+    }
+}
+
+/// The HTTP client, built off the async runtime's threads the first time, at a low priority (`warm`), so the
+/// answers the editor waits for go first.
 pub async fn http_off_runtime() -> Result<&'static reqwest::Client, LlmError> {
     if CLIENT.get().is_some() {
         return http();
@@ -417,6 +419,7 @@ impl Endpoint {
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<Response, Attempt> {
         let url = self.url(path);
+        prepare_tls(&url);
         let builder = request(http().map_err(Attempt::Fatal)?.post(&url).json(body));
         let response = match tokio::time::timeout(self.connect_timeout, builder.send()).await {
             Err(_) => {

@@ -35,6 +35,11 @@ fn main() {
 /// is LLD (the option is LLD's); names the binary no longer has are skipped.
 fn order_hot_code() {
     println!("cargo:rerun-if-changed=packaging/link-order.txt");
+    // For a linker set up by hand that is not LLD (GNU ld does not know the option).
+    println!("cargo:rerun-if-env-changed=TINYCODE_NO_LINK_ORDER");
+    if std::env::var_os("TINYCODE_NO_LINK_ORDER").is_some() {
+        return;
+    }
     let release = std::env::var("PROFILE").is_ok_and(|profile| profile == "release");
     let lld = std::env::var("TARGET").is_ok_and(|target| target == "x86_64-unknown-linux-gnu");
     let Ok(root) = std::env::var("CARGO_MANIFEST_DIR") else { return };

@@ -17,6 +17,15 @@ use crate::config::Config;
 use crate::extensions::{Catalog, Places};
 use crate::mcp::{Declared, Report, spec};
 
+/// Where skills and commands are looked for, for a session rooted at `cwd`.
+pub(super) fn places(sources: &crate::config::Sources, cwd: &std::path::Path) -> Places {
+    Places {
+        cwd: cwd.to_path_buf(),
+        home: sources.env.get("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from),
+        config_home: sources.user_config_home.clone(),
+    }
+}
+
 fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
     match lock.read() {
         Ok(value) => value.clone(),
@@ -27,11 +36,7 @@ fn read<T: Clone>(lock: &std::sync::RwLock<T>) -> T {
 impl Session {
     /// Where skills and commands are looked for.
     pub(super) fn places(&self) -> Places {
-        Places {
-            cwd: self.cwd.clone(),
-            home: self.sources.env.get("HOME").filter(|h| !h.is_empty()).map(std::path::PathBuf::from),
-            config_home: self.sources.user_config_home.clone(),
-        }
+        places(&self.sources, &self.cwd)
     }
 
     /// The skills and commands as last discovered.
@@ -61,7 +66,7 @@ impl Session {
     }
 
     /// Take `found` as the skills and commands; returns whether it differs from what the session had.
-    fn use_catalog(&self, found: Catalog) -> bool {
+    pub(super) fn use_catalog(&self, found: Catalog) -> bool {
         if found == self.catalog() {
             return false;
         }

@@ -280,15 +280,21 @@ impl Manager {
         let store =
             self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
         let mode = Mode::parse(&row.mode).unwrap_or(Mode::Build);
-        // Listing and reading agent files is blocking file I/O: never on the async runtime. The project's
-        // remembered rules are read from the store meanwhile.
+        // Listing and reading agent files, skills and commands is blocking file I/O: never on the async runtime
+        // (one blocking thread for all of it). The project's remembered rules are read from the store meanwhile.
         let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
-        let agents = tokio::task::spawn_blocking(move || super::agents::discover(home.as_deref(), &root));
-        let (agent_files, rem) = tokio::join!(agents, self.remembered(&row.cwd));
-        let agent_files = agent_files.map(Arc::new).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "the agent files could not be read");
-            Arc::default()
+        let places = super::extensions::places(&self.sources, &cwd);
+        let files = tokio::task::spawn_blocking(move || {
+            (super::agents::discover(home.as_deref(), &root), crate::extensions::Catalog::discover(&places))
         });
+        let (files, rem) = tokio::join!(files, self.remembered(&row.cwd));
+        let (agent_files, catalog) = match files {
+            Ok((agents, catalog)) => (Arc::new(agents), Some(catalog)),
+            Err(e) => {
+                tracing::warn!(error = %e, "the agent files, skills and commands could not be read");
+                (Arc::default(), None)
+            }
+        };
         let settings = Settings {
             mode,
             model: row.model.clone().unwrap_or_else(|| config.model.clone()),
@@ -368,7 +374,11 @@ impl Manager {
         session.enable_subagents();
         let _ = link.set(Arc::downgrade(&session));
         session.apply_mcp(&session.config());
-        session.rescan_extensions().await;
+        if let Some(found) = catalog {
+            session.use_catalog(found);
+        } else {
+            session.rescan_extensions().await;
+        }
         lock(&self.sessions).insert(row.id.clone(), session.clone());
         session.control.set_asker(seams.asker.clone());
         if self.schedule && session.config().cron {

@@ -20,10 +20,7 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         Some(config) => reqwest::Client::builder().tls_backend_preconfigured(config),
         // Only if ring could not speak TLS 1.2 or 1.3: reqwest's own settings (the same verifier, roots read
         // per client).
-        None => {
-            install_default_provider();
-            reqwest::Client::builder()
-        }
+        None => reqwest::Client::builder(),
     }
 }
 
@@ -36,8 +33,8 @@ pub fn preload() {
     crate::warm::spawn("tinycode-roots", || {}, || drop(process_roots().verifier()));
 }
 
-/// Install ring as the process's default crypto provider (reqwest is built without one, and building a client
-/// with its own TLS settings panics without it). Installing twice is harmless.
+/// Install ring as the process's default crypto provider: reqwest is built without one, and a client built with
+/// reqwest's own TLS settings (here, or inside a library) panics without it. Installing twice is harmless.
 fn install_default_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
@@ -50,7 +47,12 @@ fn process_roots() -> &'static Arc<PlatformRoots> {
 /// The configuration every client of the process shares (a clone shares its verifier and provider).
 fn client_config() -> Option<rustls::ClientConfig> {
     static CONFIG: OnceLock<Option<rustls::ClientConfig>> = OnceLock::new();
-    CONFIG.get_or_init(|| config_with(process_roots().clone()).ok()).clone()
+    CONFIG
+        .get_or_init(|| {
+            install_default_provider();
+            config_with(process_roots().clone()).ok()
+        })
+        .clone()
 }
 
 /// A client configuration that verifies servers with `roots`: TLS 1.2 and 1.3 (all that rustls speaks), and the

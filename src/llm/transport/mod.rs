@@ -66,7 +66,7 @@ pub fn wait_in_message(message: &str) -> Option<Duration> {
 static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 
 /// One HTTP client for the whole process (its connection pool is shared by every session). The platform's root
-/// certificates are read on its first HTTPS handshake (`crate::tls`), ahead of it when `for_url` sees one coming.
+/// certificates are read on its first HTTPS handshake (`crate::tls`), ahead of it when `prepare_tls` sees one coming.
 pub fn http() -> Result<&'static reqwest::Client, LlmError> {
     CLIENT
         .get_or_init(|| {

@@ -7,6 +7,7 @@
 //! Verification is the platform verifier's (`rustls-platform-verifier`), unchanged: a certificate that does not
 //! chain to a root fails the handshake, and so does every certificate when the platform has no roots at all.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -25,12 +26,24 @@ pub fn client_builder() -> reqwest::ClientBuilder {
 }
 
 /// Load the platform's roots now, on a low-priority thread of its own, for a client that is about to speak
-/// HTTPS: its first handshake then finds them loaded instead of reading them on the async runtime.
+/// HTTPS: its first handshake then finds them loaded instead of reading them (blocking file I/O) on the async
+/// runtime. One thread at most, however often this is called.
 pub fn preload() {
-    if process_roots().is_loaded() {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    if process_roots().is_loaded() || STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
-    crate::warm::spawn("tinycode-roots", || {}, || drop(process_roots().verifier()));
+    if !crate::warm::spawn("tinycode-roots", || {}, || drop(process_roots().verifier())) {
+        // No thread: the first handshake reads them itself.
+        STARTED.store(false, Ordering::Release);
+    }
+}
+
+/// Before a request to `url`: `preload` when it is HTTPS. Plain HTTP (a local model server) never reads the roots.
+pub fn prepare_for(url: &str) {
+    if url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
+        preload();
+    }
 }
 
 /// Install ring as the process's default crypto provider: reqwest is built without one, and a client built with

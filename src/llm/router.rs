@@ -104,7 +104,7 @@ impl ModelClient for Router {
 /// never retried.
 pub async fn list_models(endpoint: &Endpoint, kind: Kind) -> Result<Vec<String>, LlmError> {
     transport::check_url(&endpoint.base_url)?;
-    transport::prepare_tls(&endpoint.base_url);
+    crate::tls::prepare_for(&endpoint.base_url);
     let client = transport::http_off_runtime().await?;
     let key = endpoint.api_key.as_deref();
     let (url, builder) = match kind {

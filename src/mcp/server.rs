@@ -203,6 +203,7 @@ impl Server {
                 }
             }
             Transport::Http { url, headers } => {
+                crate::tls::prepare_for(url.as_str());
                 let mut custom = std::collections::HashMap::new();
                 for (name, value) in headers {
                     let name =

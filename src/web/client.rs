@@ -141,6 +141,8 @@ impl Fetcher {
     /// Send `request` and read the body up to the cap. The URL is checked first, so a refused one sends nothing.
     pub async fn fetch(&self, request: Request) -> Result<Fetched, FetchError> {
         self.policy.check(&request.url).map_err(FetchError::Refused)?;
+        // Pages are HTTPS, or redirect there: the roots load beside the request, not in its handshake.
+        crate::tls::preload();
         let mut builder = self.http.request(request.method, request.url.clone()).headers(request.headers);
         if let Some(body) = request.body {
             builder = builder.body(body);

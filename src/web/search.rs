@@ -81,6 +81,7 @@ pub struct Searcher {
 impl Searcher {
     pub fn new(url: &str, key: &str, timeout: Duration) -> Result<Self, SearchError> {
         // TLS 1.2 at least: the process's TLS settings (`crate::tls`) offer nothing older.
+        crate::tls::prepare_for(url);
         let http = crate::tls::client_builder()
             .timeout(timeout)
             .user_agent(concat!("tinycode/", env!("CARGO_PKG_VERSION")))

@@ -66,7 +66,7 @@ pub fn wait_in_message(message: &str) -> Option<Duration> {
 static CLIENT: OnceLock<Result<reqwest::Client, String>> = OnceLock::new();
 
 /// One HTTP client for the whole process (its connection pool is shared by every session). The platform's root
-/// certificates are read on its first HTTPS handshake (`crate::tls`), ahead of it when `prepare_tls` sees one coming.
+/// certificates are read on its first HTTPS handshake (`crate::tls`), ahead of it when `tls::prepare_for` sees one coming.
 pub fn http() -> Result<&'static reqwest::Client, LlmError> {
     CLIENT
         .get_or_init(|| {
@@ -77,15 +77,6 @@ pub fn http() -> Result<&'static reqwest::Client, LlmError> {
         })
         .as_ref()
         .map_err(|e| LlmError::Protocol(format!("cannot create the HTTP client: {e}")))
-}
-
-/// Before a request to `url`: for HTTPS, the platform's roots start loading now on a low-priority thread
-/// (reading them costs milliseconds of CPU), so the handshake finds them rather than reading them on the async
-/// runtime. Plain HTTP (a local model server) never reads them.
-pub fn prepare_tls(url: &str) {
-    if url.get(..8).is_some_and(|scheme| scheme.eq_ignore_ascii_case("https://")) {
-        crate::tls::preload();
-    }
 }
 
 /// The HTTP client, built off the async runtime's threads the first time, at a low priority (`warm`), so the
@@ -419,7 +410,7 @@ impl Endpoint {
         on_delta: &(dyn Fn(Delta) + Send + Sync),
     ) -> Result<Response, Attempt> {
         let url = self.url(path);
-        prepare_tls(&url);
+        crate::tls::prepare_for(&url);
         let builder = request(http().map_err(Attempt::Fatal)?.post(&url).json(body));
         let response = match tokio::time::timeout(self.connect_timeout, builder.send()).await {
             Err(_) => {

@@ -1,38 +1,87 @@
-//! The early answer to `initialize`: the stdio transport answers the editor's first line itself the moment it is
-//! read (by the thread starting the agent when the line is already there, else by the stdin thread), before the
-//! async runtime, the session manager and the SDK's connection have started. The same line then
-//! goes through the SDK as usual, so the SDK's handshake state is exactly what it would have been: its own answer
-//! (the same value, from [`initialize_response`](super::initialize_response)) is recognised by its id and
-//! dropped, and the editor's next lines wait until it has passed (the SDK refuses anything but `initialize`
-//! until its handshake is complete).
+//! The early answers: the stdio transport answers the editor's first lines itself the moment they are read (by
+//! the thread starting the agent when the first is already there, else by the stdin thread), before the async
+//! runtime, the session manager and the SDK's connection have started.
 //!
-//! Only a first line that the SDK reads as a v1 `initialize` request and whose params pass the type check
-//! ([`params`](super::params)) is answered here; any other line, a second `initialize` included, takes the usual
-//! path untouched. Owns that answer and the hand-over; must not answer anything else.
+//! - The first line, when it is a v1 `initialize`, gets [`initialize_response`](super::initialize_response).
+//! - The second, when it is a `session/new` after an answered `initialize`, gets the session the manager will
+//!   build: its id and configuration are decided here ([`Prepared`]) and handed to the handler, which builds the
+//!   session from them. The SDK dispatches one request at a time, so the session exists before any later
+//!   request about it is handled.
+//!
+//! The same lines then go through the SDK as usual, so its state is exactly what it would have been: its own
+//! answers are recognised by their ids and dropped, and the editor's lines after `initialize` wait until the
+//! SDK's answer to it has passed (the SDK refuses anything but `initialize` until its handshake is complete).
+//!
+//! Only a line whose params pass the type check ([`params`](super::params)) and whose request the handler would
+//! accept is answered here; any other line takes the usual path untouched, and so does any line after the
+//! second. Owns those answers and the hand-over; must not answer anything else.
 
 use std::io;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::{RawJsonRpcId, RawJsonRpcMessage, TransportFrame};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::config::Sources;
+use crate::session::prepared::Prepared;
 
-/// What the stdio transport answered early, and whether the SDK's own answer to it has passed since.
+/// What the stdio transport answered early, and whether the SDK's own answers to it have passed since.
 pub struct Handover {
-    /// The id of the request answered early; set once, before the line reaches the SDK.
+    /// The id of the `initialize` answered early; set once, before the line reaches the SDK.
     answered: OnceLock<RawJsonRpcId>,
     /// `true` once the SDK's answer to that request has been dropped.
     passed: watch::Sender<bool>,
     /// The answer given, for the SDK's handler to give again rather than build it a second time.
     response: Mutex<Option<acp::InitializeResponse>>,
+    /// The `session/new` answered early, until its handler takes it.
+    session: Mutex<Option<EarlySession>>,
+    /// The id of that `session/new`, until the SDK's own answer to it has been dropped.
+    session_answered: Mutex<Option<RawJsonRpcId>>,
+}
+
+/// A `session/new` answered early: the request, the session decided for it, and the answer given.
+struct EarlySession {
+    request: acp::NewSessionRequest,
+    prepared: Prepared,
+    answer: acp::NewSessionResponse,
 }
 
 impl Default for Handover {
     fn default() -> Self {
-        Self { answered: OnceLock::new(), passed: watch::Sender::new(false), response: Mutex::new(None) }
+        Self {
+            answered: OnceLock::new(),
+            passed: watch::Sender::new(false),
+            response: Mutex::new(None),
+            session: Mutex::new(None),
+            session_answered: Mutex::new(None),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Write the JSON-RPC answer `result` to request `id` through `write`, as one line. Whether it was written whole.
+fn write_answer(
+    id: &RawJsonRpcId,
+    result: &impl Serialize,
+    write: impl FnOnce(&[u8]) -> io::Result<()>,
+) -> bool {
+    let Ok(value) = serde_json::to_value(result) else { return false };
+    let frame = TransportFrame::Single(RawJsonRpcMessage::response(id.clone(), Ok(value)));
+    let Ok(mut text) = frame.to_json() else { return false };
+    text.push('\n');
+    match write(text.as_bytes()) {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::debug!(error = %e, "an early answer was not written; the SDK answers");
+            false
+        }
     }
 }
 
@@ -47,24 +96,59 @@ impl Handover {
     ) -> bool {
         let Some((id, request)) = initialize_request(line) else { return false };
         let response = super::initialize_response(sources, &request);
-        let Ok(value) = serde_json::to_value(&response) else { return false };
-        let frame = TransportFrame::Single(RawJsonRpcMessage::response(id.clone(), Ok(value)));
-        let Ok(mut text) = frame.to_json() else { return false };
-        text.push('\n');
-        if let Err(e) = write(text.as_bytes()) {
-            tracing::debug!(error = %e, "the early answer to initialize was not written; the SDK answers");
+        if !write_answer(&id, &response, write) {
             return false;
         }
-        *self.response.lock().unwrap_or_else(PoisonError::into_inner) = Some(response);
+        *lock(&self.response) = Some(response);
         self.answered.set(id).is_ok()
+    }
+
+    /// Answer `line`, the editor's second line, through `write` when it is a `session/new` following an
+    /// `initialize` answered here, and the session can be decided without the manager ([`Prepared`]). Returns
+    /// whether it was answered; call it once, before the line goes on to the SDK.
+    pub fn answer_session(
+        &self,
+        line: &[u8],
+        sources: &Sources,
+        write: impl FnOnce(&[u8]) -> io::Result<()>,
+    ) -> bool {
+        if self.answered.get().is_none() {
+            return false;
+        }
+        let Some((id, request)) = new_session_request(line) else { return false };
+        let Some(prepared) = Prepared::without_manager(sources, &request.cwd) else { return false };
+        let (mode, options) = prepared.first_state();
+        let answer = acp::NewSessionResponse::new(prepared.id.clone())
+            .modes(super::convert::modes(mode))
+            .config_options(super::convert::config_options(&options));
+        if !write_answer(&id, &answer, write) {
+            return false;
+        }
+        tracing::debug!(session = %prepared.id, "session/new answered early");
+        *lock(&self.session_answered) = Some(id);
+        *lock(&self.session) = Some(EarlySession { request, prepared, answer });
+        true
     }
 
     /// The answer already given to the first `initialize`, once: the SDK's handler gives the same.
     pub fn take_response(&self) -> Option<acp::InitializeResponse> {
-        self.response.lock().unwrap_or_else(PoisonError::into_inner).take()
+        lock(&self.response).take()
     }
 
-    /// Wait until the SDK has answered the request answered early (at once when none was).
+    /// The session decided for `request` and the answer given, when `request` is the `session/new` answered
+    /// early (once): its handler builds that session.
+    pub fn take_session(
+        &self,
+        request: &acp::NewSessionRequest,
+    ) -> Option<(Prepared, acp::NewSessionResponse)> {
+        let mut session = lock(&self.session);
+        if session.as_ref().is_none_or(|early| early.request != *request) {
+            return None;
+        }
+        session.take().map(|early| (early.prepared, early.answer))
+    }
+
+    /// Wait until the SDK has answered the `initialize` answered early (at once when none was).
     pub async fn passed(&self) {
         if self.answered.get().is_none() {
             return;
@@ -74,43 +158,102 @@ impl Handover {
         let _ = passed.wait_for(|passed| *passed).await;
     }
 
-    /// Is `frame` the SDK's answer to the request answered early? The first such frame is, and marks the
-    /// handshake done; the caller drops it.
+    /// Is `frame` the SDK's answer to a request answered early? The first answer with each such id is (the
+    /// first for `initialize` marks the handshake done); the caller drops it.
     pub fn is_repeat(&self, frame: &TransportFrame) -> bool {
-        let Some(answered) = self.answered.get() else { return false };
-        if *self.passed.borrow() {
-            return false;
-        }
         let TransportFrame::Single(message) = frame else { return false };
-        if message.response_id() != Some(answered) {
+        let Some(id) = message.response_id() else { return false };
+        let initialize = self.answered.get().is_some_and(|answered| answered == id) && !*self.passed.borrow();
+        let session = !initialize && {
+            let mut answered = lock(&self.session_answered);
+            answered.take_if(|answered| answered == id).is_some()
+        };
+        if !initialize && !session {
             return false;
         }
         if let RawJsonRpcMessage::Response(agent_client_protocol::RawJsonRpcResponse::Error {
             error, ..
         }) = message
         {
-            tracing::error!(?error, "the SDK refused an initialize that was already answered");
+            tracing::error!(?error, "the SDK refused a request that was already answered");
         }
-        self.passed.send_replace(true);
+        if initialize {
+            self.passed.send_replace(true);
+        }
         true
     }
 }
 
-/// The id and params of `line` when it is a v1 `initialize` request whose params pass the type check.
-fn initialize_request(line: &[u8]) -> Option<(RawJsonRpcId, acp::InitializeRequest)> {
+/// The id and params of `line` when it is a request for `method` with an id and params that pass the type check.
+fn request_of(line: &[u8], method: &str) -> Option<(RawJsonRpcId, Value)> {
     let text = std::str::from_utf8(line).ok()?;
     let TransportFrame::Single(RawJsonRpcMessage::Request(request)) = TransportFrame::parse_json(text) else {
         return None;
     };
-    if &*request.method != "initialize" || matches!(request.id, RawJsonRpcId::Null) {
+    if &*request.method != method || matches!(request.id, RawJsonRpcId::Null) {
         return None;
     }
     let params = serde_json::to_value(request.params?).ok()?;
-    if !params.is_object() || super::params::check("initialize", &params).is_err() {
+    if !params.is_object() || super::params::check(method, &params).is_err() {
         return None;
     }
+    Some((request.id, params))
+}
+
+/// The id and params of `line` when it is a v1 `initialize` request whose params pass the type check.
+fn initialize_request(line: &[u8]) -> Option<(RawJsonRpcId, acp::InitializeRequest)> {
+    let (id, params) = request_of(line, "initialize")?;
     let initialize: acp::InitializeRequest = serde_json::from_value(params).ok()?;
-    (initialize.protocol_version == ProtocolVersion::V1).then_some((request.id, initialize))
+    (initialize.protocol_version == ProtocolVersion::V1).then_some((id, initialize))
+}
+
+/// The id and params of `line` when it is a `session/new` request the handler accepts as it stands.
+fn new_session_request(line: &[u8]) -> Option<(RawJsonRpcId, acp::NewSessionRequest)> {
+    let (id, params) = request_of(line, "session/new")?;
+    let request: acp::NewSessionRequest = serde_json::from_value(params).ok()?;
+    super::handlers::check_new(&request).is_ok().then_some((id, request))
+}
+
+/// The editor's first two lines as the stdin reader gets them, chunk by chunk: each is answered early when it
+/// can be ([`Handover::answer`], [`Handover::answer_session`]), provided it came whole in one chunk (an
+/// editor's first requests are small).
+pub struct FirstLines {
+    handover: Arc<Handover>,
+    sources: Sources,
+    /// The index of the line the next chunk continues.
+    line: usize,
+    /// Whether the next chunk starts that line.
+    at_start: bool,
+}
+
+impl FirstLines {
+    pub fn new(handover: Arc<Handover>, sources: Sources) -> Self {
+        Self { handover, sources, line: 0, at_start: true }
+    }
+
+    /// Answer the first lines `chunk` completes, through `write`. Returns `false` once both lines have gone by
+    /// (nothing is left to look at).
+    pub fn read(&mut self, chunk: &[u8], write: impl Fn(&[u8]) -> io::Result<()>) -> bool {
+        let mut start = 0;
+        while self.line < 2 {
+            let Some(length) = memchr::memchr(b'\n', &chunk[start..]) else {
+                self.at_start &= start == chunk.len();
+                return true;
+            };
+            let end = start + length;
+            if self.at_start {
+                let line = chunk[start..end].strip_suffix(b"\r").unwrap_or(&chunk[start..end]);
+                match self.line {
+                    0 => self.handover.answer(line, &self.sources, &write),
+                    _ => self.handover.answer_session(line, &self.sources, &write),
+                };
+            }
+            self.line += 1;
+            self.at_start = true;
+            start = end + 1;
+        }
+        false
+    }
 }
 
 #[cfg(test)]
@@ -177,6 +320,152 @@ mod tests {
         assert!(handover.answered.get().is_none());
         let sdk = TransportFrame::Single(RawJsonRpcMessage::response(RawJsonRpcId::Number(7), Ok(json!({}))));
         assert!(!handover.is_repeat(&sdk), "the SDK's answer is the only one, so it goes out");
+    }
+
+    /// Sources naming a provider (no probing needed), with the user's configuration under `home`.
+    fn configured(home: &std::path::Path) -> Sources {
+        let env = [("TINYCODE_BASE_URL", "http://127.0.0.1:9/v1"), ("TINYCODE_MODEL", "bench-model")];
+        Sources {
+            env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            user_config_home: Some(home.join("config")),
+        }
+    }
+
+    fn new_session_line(id: u64, params: Value) -> String {
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/new", "params": params}).to_string()
+    }
+
+    fn written_session(handover: &Handover, line: &str, sources: &Sources) -> Option<Value> {
+        let mut out = None;
+        let answered = handover.answer_session(line.as_bytes(), sources, |bytes| {
+            out = Some(bytes.to_vec());
+            Ok(())
+        });
+        assert_eq!(answered, out.is_some());
+        out.map(|bytes| serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[test]
+    fn a_session_new_after_an_answered_initialize_is_answered_with_the_session_its_handler_then_takes() {
+        let project = tempfile::tempdir().unwrap();
+        let sources = configured(project.path());
+        let handover = Handover::default();
+        handover.answer(INITIALIZE.as_bytes(), &sources, |_| Ok(()));
+        let params = json!({"cwd": project.path(), "mcpServers": []});
+        let answer = written_session(&handover, &new_session_line(8, params.clone()), &sources).unwrap();
+        let id = answer["result"]["sessionId"].as_str().unwrap().to_string();
+        assert!(id.starts_with("sess_") && id.len() == 37, "{id}");
+        let settings = crate::session::settings::Settings {
+            mode: crate::session::settings::Mode::Build,
+            model: "bench-model".into(),
+            thought_level: None,
+        };
+        let expected = acp::NewSessionResponse::new(id.clone())
+            .modes(super::super::convert::modes(crate::session::settings::Mode::Build))
+            .config_options(super::super::convert::config_options(
+                &settings.options(&["bench-model".into()]),
+            ));
+        assert_eq!(
+            answer,
+            json!({"jsonrpc": "2.0", "id": 8, "result": serde_json::to_value(&expected).unwrap()})
+        );
+
+        let request: acp::NewSessionRequest = serde_json::from_value(params).unwrap();
+        let other = acp::NewSessionRequest::new(std::env::temp_dir());
+        assert!(handover.take_session(&other).is_none(), "only the request answered early");
+        let (prepared, given) = handover.take_session(&request).unwrap();
+        assert_eq!((prepared.id.as_str(), prepared.cwd.as_path()), (id.as_str(), project.path()));
+        assert_eq!(prepared.loaded.config.model, "bench-model");
+        assert_eq!(given, expected);
+        assert!(handover.take_session(&request).is_none(), "taken once");
+
+        let sdk =
+            |id| TransportFrame::Single(RawJsonRpcMessage::response(RawJsonRpcId::Number(id), Ok(json!({}))));
+        assert!(!handover.is_repeat(&sdk(9)));
+        assert!(handover.is_repeat(&sdk(8)), "the SDK's own answer is dropped");
+        assert!(!handover.is_repeat(&sdk(8)), "once");
+        assert!(handover.is_repeat(&sdk(7)), "the initialize repeat still is, after it");
+    }
+
+    #[test]
+    fn a_session_new_is_left_to_the_sdk_unless_it_follows_an_early_initialize_and_can_be_decided_as_it_stands()
+     {
+        let project = tempfile::tempdir().unwrap();
+        let cwd = project.path().to_path_buf();
+        let sources = configured(project.path());
+        let good = new_session_line(2, json!({"cwd": cwd, "mcpServers": []}));
+        assert_eq!(
+            written_session(&Handover::default(), &good, &sources),
+            None,
+            "no initialize answered here"
+        );
+
+        let unconfigured = Sources { env: Default::default(), user_config_home: Some(cwd.join("config")) };
+        let broken = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(broken.path().join("config/tinycode")).unwrap();
+        std::fs::write(broken.path().join("config/tinycode/config.toml"), "model = [").unwrap();
+        let missing = cwd.join("missing");
+        let cases = [
+            (new_session_line(2, json!({"cwd": "relative", "mcpServers": []})), &sources),
+            (new_session_line(2, json!({"cwd": missing, "mcpServers": []})), &sources),
+            (new_session_line(2, json!({"cwd": cwd, "mcpServers": [], "additionalDirectories": [missing]})), &sources),
+            (new_session_line(2, json!({"cwd": cwd, "mcpServers": "none"})), &sources),
+            (new_session_line(2, json!([cwd, []])), &sources),
+            (json!({"jsonrpc": "2.0", "id": null, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}).to_string(), &sources),
+            (json!({"jsonrpc": "2.0", "id": 2, "method": "session/load", "params": {"sessionId": "s", "cwd": cwd, "mcpServers": []}}).to_string(), &sources),
+            (good.clone(), &unconfigured),
+            (good.clone(), &configured(broken.path())),
+        ];
+        for (line, sources) in cases {
+            let handover = Handover::default();
+            handover.answer(INITIALIZE.as_bytes(), sources, |_| Ok(()));
+            assert_eq!(written_session(&handover, &line, sources), None, "{line}");
+            assert!(
+                lock(&handover.session).is_none() && lock(&handover.session_answered).is_none(),
+                "{line}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_the_first_two_lines_are_looked_at_and_only_when_each_came_whole_in_one_chunk() {
+        let project = tempfile::tempdir().unwrap();
+        let sources = configured(project.path());
+        let new = new_session_line(2, json!({"cwd": project.path(), "mcpServers": []}));
+        let run = |chunks: &[String]| {
+            let handover = Arc::new(Handover::default());
+            let mut lines = FirstLines::new(handover.clone(), sources.clone());
+            let out = std::cell::RefCell::new(Vec::new());
+            let mut looking = Vec::new();
+            for chunk in chunks {
+                looking.push(lines.read(chunk.as_bytes(), |bytes| {
+                    out.borrow_mut().push(serde_json::from_slice::<Value>(bytes).unwrap()["id"].clone());
+                    Ok(())
+                }));
+            }
+            (out.into_inner(), looking)
+        };
+        let (init, half) = INITIALIZE.split_at(20);
+        let (new_head, new_tail) = new.split_at(30);
+        assert_eq!(
+            run(&[format!("{INITIALIZE}\r\n"), format!("{new}\n")]),
+            (vec![json!(7), json!(2)], vec![true, false])
+        );
+        assert_eq!(run(&[format!("{INITIALIZE}\n{new}\n{new}\n")]), (vec![json!(7), json!(2)], vec![false]));
+        assert_eq!(
+            run(&[init.into(), format!("{half}\n{new}\n")]),
+            (vec![], vec![true, false]),
+            "the first line came in two"
+        );
+        assert_eq!(
+            run(&[format!("{INITIALIZE}\n{new_head}"), format!("{new_tail}\n")]),
+            (vec![json!(7)], vec![true, false]),
+            "the second line came in two"
+        );
+        assert_eq!(
+            run(&[format!("{INITIALIZE}\n"), String::new(), format!("{new}\n")]).0,
+            vec![json!(7), json!(2)]
+        );
     }
 
     #[tokio::test]

@@ -97,30 +97,41 @@ fn state_of(session: &Session) -> (acp::SessionModeState, Vec<acp::SessionConfig
     (convert::modes(session.settings().mode), convert::config_options(&session.options()))
 }
 
+/// What `session/new` requires of its request as it stands: an absolute, existing `cwd` and additional
+/// directories.
+pub(super) fn check_new(request: &acp::NewSessionRequest) -> Result<(), Error> {
+    check_cwd(&request.cwd).and_then(|()| check_additional(&request.additional_directories))
+}
+
 pub async fn new_session(
     state: &State,
     request: acp::NewSessionRequest,
     responder: Responder<acp::NewSessionResponse>,
     cx: ConnectionTo<Client>,
 ) -> Result<(), Error> {
-    if let Err(e) = check_cwd(&request.cwd).and_then(|()| check_additional(&request.additional_directories)) {
+    if let Err(e) = check_new(&request) {
         return responder.respond_with_error(e);
     }
     let mcp = super::mcp::declared_all(&request.mcp_servers);
-    let created = state
-        .manager
-        .create(&request.cwd, mcp, |id| {
-            seams(state, &cx, id, &request.cwd, &request.additional_directories).0
-        })
-        .await;
-    let session = match created {
-        Ok(session) => session,
-        Err(e) => return responder.respond_with_error(error(e)),
+    let seams = |id: &str| seams(state, &cx, id, &request.cwd, &request.additional_directories).0;
+    // The stdio transport may have answered this request already, with a session decided for it (`early`).
+    let early = state.early.as_ref().and_then(|early| early.take_session(&request));
+    let (session, answered) = match early {
+        Some((prepared, answer)) => (state.manager.create_prepared(prepared, mcp, seams).await, Some(answer)),
+        None => match state.manager.create(&request.cwd, mcp, seams).await {
+            Ok(session) => (session, None),
+            Err(e) => return responder.respond_with_error(error(e)),
+        },
     };
     tracing::info!(session = %session.id, cwd = %request.cwd.display(), "session/new");
     let (modes, options) = state_of(&session);
-    responder
-        .respond(acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options))?;
+    let response = acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options);
+    // Answered early already: this answer is dropped by the transport, and the editor is told what differs.
+    let differs = answered.filter(|answered| *answered != response);
+    responder.respond(response.clone())?;
+    if let Some(answered) = differs {
+        catch_up(&session, &cx, &answered, &response);
+    }
     // Let the answer be written before the work that follows it (the commands, the model list, the trust
     // question): on a busy machine that work held the answer back by a few tenths of a millisecond.
     tokio::task::yield_now().await;
@@ -128,6 +139,29 @@ pub async fn new_session(
     session.refresh_models();
     session.offer_trust();
     Ok(())
+}
+
+/// Bring the editor from the state it was `answered` to the session's `actual` one (an early answer to
+/// `session/new` is decided before the session is built; it should never differ).
+fn catch_up(
+    session: &Session,
+    cx: &ConnectionTo<Client>,
+    answered: &acp::NewSessionResponse,
+    actual: &acp::NewSessionResponse,
+) {
+    tracing::warn!(session = %session.id, "the session differs from the early answer to session/new; updating the editor");
+    let notify = |update| {
+        let _ = cx.send_notification(acp::SessionNotification::new(session.id.clone(), update));
+    };
+    let mode = |r: &acp::NewSessionResponse| r.modes.as_ref().map(|m| m.current_mode_id.clone());
+    if let Some(current) = mode(actual).filter(|current| mode(answered).as_ref() != Some(current)) {
+        notify(acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(current)));
+    }
+    if let Some(options) =
+        actual.config_options.clone().filter(|o| answered.config_options.as_ref() != Some(o))
+    {
+        notify(acp::SessionUpdate::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(options)));
+    }
 }
 
 /// `session/load` (with replay) and `session/resume` (without).

@@ -22,7 +22,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::PollSender;
 
-use super::early::Handover;
+use super::early::{FirstLines, Handover};
 use super::frames::{self, Routed};
 use super::lines::LineReader;
 use crate::config::Sources;
@@ -128,17 +128,18 @@ impl Incoming {
     /// calling thread, when the editor has already sent it (no thread to wait for), else by the thread.
     fn start(early: Option<(Arc<Handover>, Sources)>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel(INCOMING_CHUNKS);
-        let mut early = early;
+        let mut early = early.map(|(handover, sources)| FirstLines::new(handover, sources));
         let mut pending = Vec::new();
-        if let Some((handover, sources)) = &early
+        if let Some(first_lines) = early.as_mut()
             && readable_now()
         {
             let mut first = vec![0u8; CHUNK];
             if let Ok(n) = io::stdin().lock().read(&mut first) {
                 first.truncate(n);
-                answer_first_line(handover, &first, sources);
+                if !first_lines.read(&first, write_early) {
+                    early = None;
+                }
                 pending = first;
-                early = None;
             }
         }
         std::thread::Builder::new().name("tinycode-stdin".into()).spawn(move || {
@@ -149,8 +150,10 @@ impl Incoming {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     other => other,
                 };
-                if let (Some((handover, sources)), Ok(n)) = (early.take(), &read) {
-                    answer_first_line(&handover, &buf[..*n], &sources);
+                if let (Some(first_lines), Ok(n)) = (early.as_mut(), &read)
+                    && !first_lines.read(&buf[..*n], write_early)
+                {
+                    early = None;
                 }
                 let end = matches!(read, Ok(0) | Err(_));
                 if tx.blocking_send(read.map(|n| buf[..n].to_vec())).is_err() || end {
@@ -190,15 +193,11 @@ impl AsyncRead for Incoming {
     }
 }
 
-/// Answer `chunk`'s first line on stdout when it is an `initialize` the [`Handover`] can answer (only a line
-/// whole in the first chunk: an editor's first request is small). Nothing has been written to stdout before.
-fn answer_first_line(handover: &Handover, chunk: &[u8], sources: &Sources) {
-    let Some(end) = memchr::memchr(b'\n', chunk) else { return };
-    let line = chunk[..end].strip_suffix(b"\r").unwrap_or(&chunk[..end]);
-    handover.answer(line, sources, |answer| {
-        let mut stdout = io::stdout().lock();
-        stdout.write_all(answer).and_then(|()| stdout.flush())
-    });
+/// Write an early answer (see [`early`](super::early)) on stdout, whole. Until the editor's second line has been
+/// answered nothing else has been written there but the first early answer (the SDK's repeats are dropped).
+fn write_early(answer: &[u8]) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(answer).and_then(|()| stdout.flush())
 }
 
 /// The process's stdin and stdout as one ACP transport, their threads started now. With `sources`, the editor's

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use super::models::Catalogue;
-use super::settings::{Mode, Settings};
+use super::prepared::Prepared;
+use super::settings::Settings;
 use super::{Seams, Session, lock};
 use crate::agent::journal;
 use crate::agent::{AgentEvent, Conversation};
@@ -279,7 +280,6 @@ impl Manager {
         let cwd = Path::new(&row.cwd).to_path_buf();
         let store =
             self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
-        let mode = Mode::parse(&row.mode).unwrap_or(Mode::Build);
         // Listing and reading agent files, skills and commands is blocking file I/O: never on the async runtime
         // (one blocking thread for all of it). The project's remembered rules are read from the store meanwhile.
         let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
@@ -295,13 +295,13 @@ impl Manager {
                 (Arc::default(), None)
             }
         };
-        let settings = Settings {
-            mode,
-            model: row.model.clone().unwrap_or_else(|| config.model.clone()),
-            thought_level: row.thought_level.clone(),
-        };
-        let perms =
-            permission::Service::new(mode.id(), rem, config.permission_rules.clone(), seams.approver.clone());
+        let settings = Settings::of_row(row, &config);
+        let perms = permission::Service::new(
+            settings.mode.id(),
+            rem,
+            config.permission_rules.clone(),
+            seams.approver.clone(),
+        );
         let link = Arc::new(std::sync::OnceLock::new());
         let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
         mcp.set_elicitor(seams.elicitor.clone());
@@ -401,20 +401,19 @@ impl Manager {
         mcp_servers: Vec<crate::mcp::Declared>,
         seams: impl FnOnce(&str) -> Seams,
     ) -> Result<Arc<Session>, SessionError> {
-        let loaded = self.load_config(cwd).await?;
-        let config = &loaded.config;
-        let id = format!("sess_{}", uuid::Uuid::new_v4().simple());
-        let now = crate::clock::now_millis();
-        let row = SessionRow {
-            id: id.clone(),
-            cwd: cwd.display().to_string(),
-            title: None,
-            mode: config.default_mode.clone().unwrap_or_else(|| Mode::Build.id().into()),
-            model: Some(config.model.clone()),
-            thought_level: None,
-            created_at: now,
-            updated_at: now,
-        };
+        let prepared = Prepared::new(cwd, self.load_config(cwd).await?);
+        Ok(self.create_prepared(prepared, mcp_servers, seams).await)
+    }
+
+    /// Create the session `prepared` decided on (its id, directory and configuration).
+    pub async fn create_prepared(
+        &self,
+        prepared: Prepared,
+        mcp_servers: Vec<crate::mcp::Declared>,
+        seams: impl FnOnce(&str) -> Seams,
+    ) -> Arc<Session> {
+        let row = prepared.row(crate::clock::now_millis());
+        let id = row.id.clone();
         if let Ok(store) = self.store().await {
             let saved = row.clone();
             store.submit("the new session", move |c| {
@@ -425,7 +424,7 @@ impl Manager {
                 .map(|_| ())
             });
         }
-        Ok(self.assemble(&row, loaded, Conversation::default(), mcp_servers, seams(&id)).await)
+        self.assemble(&row, prepared.loaded, Conversation::default(), mcp_servers, seams(&id)).await
     }
 
     pub fn get(&self, id: &str) -> Option<Arc<Session>> {

@@ -15,6 +15,7 @@ mod extensions;
 pub mod jobs;
 pub mod manager;
 pub mod models;
+pub mod prepared;
 pub mod queue;
 pub mod relay;
 pub mod settings;
@@ -243,17 +244,8 @@ impl Session {
 
     /// The models the picker offers: every provider's, named `NAME/model` when there are several.
     fn model_ids(&self) -> Vec<String> {
-        let qualified = self.config().qualified();
-        let mut ids = Vec::new();
-        for (name, list) in self.models() {
-            for id in list.get() {
-                let id = if qualified { format!("{name}/{id}") } else { id };
-                if !ids.contains(&id) {
-                    ids.push(id);
-                }
-            }
-        }
-        ids
+        let lists = self.models().into_iter().map(|(name, list)| (name, list.get()));
+        models::offered(self.config().qualified(), lists)
     }
 
     /// What tinycode knows of `model` under this session's configuration.

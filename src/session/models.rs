@@ -131,6 +131,29 @@ fn configured(provider: &Provider, default: bool, config: &Config) -> Vec<String
     current.into_iter().chain(provider.models.iter().cloned()).chain(extra).collect()
 }
 
+/// The ids the model picker offers, from each provider's list in turn: `NAME/model` when `qualified`, each once.
+pub fn offered(qualified: bool, lists: impl IntoIterator<Item = (String, Vec<String>)>) -> Vec<String> {
+    let mut ids = Vec::new();
+    for (name, list) in lists {
+        for id in list {
+            let id = if qualified { format!("{name}/{id}") } else { id };
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    ids
+}
+
+/// Each provider's list before anything was fetched: its configured models (what [`Catalogue::for_config`]
+/// gives a process that has fetched nothing yet).
+pub fn configured_lists(config: &Config) -> Vec<(String, Vec<String>)> {
+    let providers = config.providers.iter().enumerate();
+    providers
+        .map(|(index, provider)| (provider.name.clone(), configured(provider, index == 0, config)))
+        .collect()
+}
+
 async fn fetch(list: &ModelList, provider: &Provider, config: &Config, bus: &Bus) {
     let endpoint = router::endpoint(provider, config);
     let result = router::list_models(&endpoint, provider.kind).await;

@@ -113,6 +113,16 @@ pub fn supports_reasoning(model: &str) -> bool {
 }
 
 impl Settings {
+    /// The settings a session stored as `row` starts with under `config` (its mode, else `build`; its model,
+    /// else the configured one).
+    pub fn of_row(row: &crate::store::sessions::SessionRow, config: &crate::config::Config) -> Self {
+        Self {
+            mode: Mode::parse(&row.mode).unwrap_or(Mode::Build),
+            model: row.model.clone().unwrap_or_else(|| config.model.clone()),
+            thought_level: row.thought_level.clone(),
+        }
+    }
+
     /// Every option, in priority order: mode, model, then reasoning level when the model supports it.
     pub fn options(&self, models: &[String]) -> Vec<ConfigOption> {
         let mut model_ids: Vec<String> = models.to_vec();

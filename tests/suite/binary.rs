@@ -265,6 +265,48 @@ async fn lines_sent_with_the_first_initialize_are_served_after_it_and_it_is_answ
 }
 
 #[tokio::test]
+async fn the_first_session_new_is_answered_before_the_sdk_runs_and_names_the_session_then_built_and_stored() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![answer(&["Hi"])]).await;
+    let log = env.dir.path().join("agent.log");
+    let mut command = env.command(&model, &["acp"]);
+    command.env("RUST_LOG", "tinycode::acp::early=debug").env("TINYCODE_LOG_FILE", &log);
+    let mut raw = Raw::spawn(command);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["id"], 1);
+    let cwd = env.cwd();
+    raw.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}).to_string()).await;
+    let new = raw.recv().await;
+    assert_eq!(new["id"], 2, "{new}");
+    let id = new["result"]["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(new["result"]["modes"]["currentModeId"], "build");
+    let models: Vec<&Value> =
+        new["result"]["configOptions"].as_array().unwrap().iter().map(|o| &o["currentValue"]).collect();
+    assert_eq!(models, [&json!("build"), &json!("fake-model")]);
+    let prompt = json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": id, "prompt": [{"type": "text", "text": "hi"}]}});
+    raw.send(&prompt.to_string()).await;
+    let mut answers = answers_until(&mut raw, 3).await;
+    let list = json!({"jsonrpc": "2.0", "id": 4, "method": "session/list", "params": {}});
+    raw.send(&list.to_string()).await;
+    answers.extend(answers_until(&mut raw, 4).await);
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [3, 4], "the SDK's own answer to session/new never reaches the editor: {answers:#?}");
+    assert_eq!(answers[0]["result"]["stopReason"], "end_turn", "{:?}", answers[0]);
+    let listed: Vec<(&Value, &Value)> = answers[1]["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (&s["sessionId"], &s["cwd"]))
+        .collect();
+    assert_eq!(listed, [(&json!(id), &json!(cwd))]);
+    drop(raw.stdin);
+    assert!(wait_exit(&mut raw.child).await.success(), "{}", Raw::logs());
+    model.assert_done();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains(&format!("session/new answered early session={id}")), "{logged}");
+}
+
+#[tokio::test]
 async fn a_mistyped_first_initialize_gets_the_sdks_error_and_a_good_one_after_it_is_answered() {
     let env = Env::new();
     let model = FakeModel::start(vec![]).await;

@@ -587,8 +587,9 @@ impl Manager {
         // Language servers first, so their polite shutdown is awaited (close would start it in the background).
         futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
+        // Everything saved, and the database's log folded in: the process exits without closing the database.
         if let Some(Ok(store)) = self.store.get()
-            && let Err(e) = store.flush().await
+            && let Err(e) = store.checkpoint().await
         {
             tracing::error!(error = %e, "could not finish saving");
         }

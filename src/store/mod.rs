@@ -303,6 +303,20 @@ impl Store {
         self.call(|_| Ok(())).await
     }
 
+    /// Fold the write-ahead log into the database and empty it, as closing the last connection would. The agent
+    /// exits without closing its connection, and the next start would otherwise read the whole log back (it grew
+    /// by every session written, so every start got slower). Runs after everything queued so far. Best effort:
+    /// while another agent reads the database the log stays as it is, and this does not wait for it.
+    pub async fn checkpoint(&self) -> Result<(), StoreError> {
+        self.call(|conn| {
+            conn.busy_timeout(Duration::ZERO)?;
+            let folded = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            folded
+        })
+        .await
+    }
+
     /// The schema version (for tests and diagnostics).
     pub async fn version(&self) -> Result<i64, StoreError> {
         self.call(|conn| conn.query_row("PRAGMA user_version", [], |row| row.get(0))).await
@@ -324,6 +338,34 @@ mod tests {
         let mode: String =
             second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn a_checkpoint_empties_the_log_so_the_next_open_has_nothing_to_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tinycode.db");
+        let store = Store::open(&path).unwrap();
+        store
+            .call(|c| c.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (7)"))
+            .await
+            .unwrap();
+        let log = dir.path().join("tinycode.db-wal");
+        assert!(std::fs::metadata(&log).unwrap().len() > 0, "written to the log first");
+        store.checkpoint().await.unwrap();
+        assert_eq!(std::fs::metadata(&log).unwrap().len(), 0);
+        let reopened = Store::open(&path).unwrap();
+        let n = reopened.call(|c| c.query_row("SELECT n FROM t", [], |r| r.get::<_, i64>(0))).await.unwrap();
+        assert_eq!(n, 7, "nothing lost");
+        // Another connection reading does not hold the checkpoint up, and loses nothing either.
+        let reader = rusqlite::Connection::open(&path).unwrap();
+        let tx = reader.unchecked_transaction().unwrap();
+        let _: i64 = tx.query_row("SELECT n FROM t", [], |r| r.get(0)).unwrap();
+        store.call(|c| c.execute_batch("INSERT INTO t VALUES (8)")).await.unwrap();
+        store.checkpoint().await.unwrap();
+        drop(tx);
+        let count =
+            reopened.call(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0))).await;
+        assert_eq!(count.unwrap(), 2);
     }
 
     #[test]

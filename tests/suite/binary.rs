@@ -115,6 +115,9 @@ async fn the_binary_completes_a_session_over_stdio_and_exits_cleanly_on_stdin_eo
     assert!(status.success(), "{status:?}; stderr:\n{logs}");
     model.assert_done();
     frames.assert_valid();
+    // The next start has no log to read back: it grew by every session, and every start read it all.
+    let log = std::fs::metadata(env.dir.path().join("data/tinycode.db-wal")).map(|m| m.len());
+    assert_eq!(log.unwrap_or(0), 0, "the database's log is folded in at exit");
 }
 
 thread_local! {

@@ -7,8 +7,10 @@ code, the few megabytes a session runs touch most of it: about 10 MB of the bina
 most of it code that never ran. Laid out together, the code that runs fills as few of those windows as it can.
 
 How: the release binary, linked with its symbols, runs the workload below under callgrind (no instrumentation
-of ours), and every function of the binary that executed is written out, by symbol, in the order the binary had
-them. The symbols must be the release build's own: any change to the profile (even `strip`) changes the hashes in
+of ours), and every function of the binary that executed is written out, by symbol. The editor's first two
+requests come first, in the order they first run (valgrind's lackey traces a start that answers `initialize` and
+`session/new`): most of their time was page faults, one per 64 KB window of code they touched, and code that runs
+one after the other then shares its windows. The rest follows in the order the binary had them. The symbols must be the release build's own: any change to the profile (even `strip`) changes the hashes in
 every name, so only the final link is redone with its symbols kept, and the ordinary build relinks afterwards:
 
     cargo rustc --release --locked --bin tinycode -- -C strip=none && cp target/release/tinycode /tmp/tc-symbols
@@ -21,6 +23,7 @@ The workload: start, `initialize`, two sessions, a streamed answer, and a turn t
 command, greps and globs (a small tree: the code paths are the same as for a large one).
 """
 import argparse
+import bisect
 import os
 import re
 import subprocess
@@ -69,6 +72,44 @@ def workload(binary, profile):
         agent.close()
 
 
+def startup(binary, trace):
+    """Start `binary` under lackey, tracing every block of code it runs into `trace`, and have it answer the
+    editor's first two requests; it exits on the end of its input."""
+    wrapper = os.path.join(os.path.dirname(trace), "trace.sh")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\nexec valgrind --tool=lackey --trace-superblocks=yes --log-file={trace} "
+                f"{binary} \"$@\" 2>/dev/null\n")
+    os.chmod(wrapper, 0o755)
+    bench.BINARY = wrapper
+    model = bench.Model()
+    with tempfile.TemporaryDirectory() as workdir:
+        agent = bench.Agent(workdir, model)
+        agent.request("session/new", {"cwd": workdir, "mcpServers": []})
+        agent.close()
+
+
+def first_run_order(trace, binary):
+    """The binary's functions in the order the traced blocks first entered them."""
+    symbols = subprocess.run(["nm", "--defined-only", "--numeric-sort", binary], capture_output=True, text=True,
+                             check=True).stdout
+    starts, names = [], []
+    for line in symbols.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tT":
+            starts.append(int(parts[0], 16))
+            names.append(parts[2])
+    seen, ordered = set(), []
+    for line in open(trace, errors="replace"):
+        if not line.startswith("SB "):
+            continue
+        address = int(line[3:], 16)
+        index = bisect.bisect_right(starts, address) - 1
+        if index >= 0 and names[index] not in seen:
+            seen.add(names[index])
+            ordered.append(names[index])
+    return ordered
+
+
 def executed(profile, binary):
     """The symbols of `binary` that have cost in the callgrind profile."""
     names, current_object, ran = {}, None, set()
@@ -105,12 +146,18 @@ def main():
     parser.add_argument("--binary", required=True, help="a release build with its symbols (see above)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
+        trace = os.path.join(scratch, "lackey.out")
+        startup(os.path.abspath(args.binary), trace)
+        first = first_run_order(trace, args.binary)
         profile = os.path.join(scratch, "callgrind.out")
         workload(os.path.abspath(args.binary), profile)
-        ordered = in_binary_order(args.binary, executed(profile, args.binary))
+        ran = executed(profile, args.binary)
+    listed = set(first)
+    ordered = first + [name for name in in_binary_order(args.binary, ran) if name not in listed]
     with open(OUTPUT, "w") as out:
         out.write("".join(name + "\n" for name in ordered))
-    print(f"{len(ordered)} functions written to {os.path.relpath(OUTPUT, ROOT)}")
+    print(f"{len(ordered)} functions written to {os.path.relpath(OUTPUT, ROOT)}, the first {len(first)} in the "
+          "order the first two requests ran them")
 
 
 if __name__ == "__main__":

@@ -130,21 +130,6 @@ impl Handover {
         true
     }
 
-    /// While the editor reads the answer to an `initialize` answered here, run what answering its `session/new`
-    /// runs once, for the process's working directory: the first run of that code cost several times what the
-    /// answer then needs (the code and data it touches are read in, page by page). Nothing is kept: the
-    /// editor may ask for its session much later, and the answer must see the files as they are then.
-    pub fn warm_session(&self, sources: &Sources) {
-        if self.answered.get().is_none() {
-            return;
-        }
-        let Ok(cwd) = std::env::current_dir() else { return };
-        let _ = super::params::check("session/new", &serde_json::json!({"cwd": cwd, "mcpServers": []}));
-        if let Some(prepared) = Prepared::without_manager(sources, &cwd) {
-            let _ = prepared.first_state();
-        }
-    }
-
     /// The answer already given to the first `initialize`, once: the SDK's handler gives the same.
     pub fn take_response(&self) -> Option<acp::InitializeResponse> {
         lock(&self.response).take()
@@ -239,22 +224,11 @@ pub struct FirstLines {
     line: usize,
     /// Whether the next chunk starts that line.
     at_start: bool,
-    /// Whether the code answering the second line was run once already.
-    warmed: bool,
 }
 
 impl FirstLines {
     pub fn new(handover: Arc<Handover>, sources: Sources) -> Self {
-        Self { handover, sources, line: 0, at_start: true, warmed: false }
-    }
-
-    /// Between the first line and the second, once: [`Handover::warm_session`]. For the stdin thread, before it
-    /// waits for the editor.
-    pub fn warm_second(&mut self) {
-        if self.line == 1 && !self.warmed {
-            self.warmed = true;
-            self.handover.warm_session(&self.sources);
-        }
+        Self { handover, sources, line: 0, at_start: true }
     }
 
     /// Answer the first lines `chunk` completes, through `write`. Returns `false` once both lines have gone by
@@ -452,26 +426,6 @@ mod tests {
                 "{line}"
             );
         }
-    }
-
-    #[test]
-    fn warming_the_session_path_keeps_nothing_so_a_later_session_new_sees_the_files_as_they_are_then() {
-        let home = tempfile::tempdir().unwrap();
-        let sources = configured(home.path());
-        let here = std::env::current_dir().unwrap();
-        let handover = Handover::default();
-        handover.answer(INITIALIZE.as_bytes(), &sources, |_| Ok(()));
-        handover.warm_session(&sources);
-        assert!(lock(&handover.session).is_none() && lock(&handover.session_answered).is_none());
-        // The user's configuration breaks after the warm-up: the session/new that follows is left to the SDK,
-        // which answers with the error.
-        std::fs::create_dir_all(home.path().join("config/tinycode")).unwrap();
-        std::fs::write(home.path().join("config/tinycode/config.toml"), "model = [").unwrap();
-        let line = new_session_line(2, json!({"cwd": here, "mcpServers": []}));
-        assert_eq!(written_session(&handover, &line, &sources), None);
-        std::fs::write(home.path().join("config/tinycode/config.toml"), "default_mode = \"plan\"\n").unwrap();
-        let answer = written_session(&handover, &line, &sources).unwrap();
-        assert_eq!(answer["result"]["modes"]["currentModeId"], "plan", "{answer}");
     }
 
     #[test]

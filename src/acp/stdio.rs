@@ -146,10 +146,6 @@ impl Incoming {
             let mut stdin = io::stdin().lock();
             let mut buf = vec![0u8; CHUNK];
             loop {
-                // While the editor reads the answer to its first line, run the code answering its second once.
-                if let Some(first_lines) = early.as_mut() {
-                    first_lines.warm_second();
-                }
                 let read = match stdin.read(&mut buf) {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     other => other,

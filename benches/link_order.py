@@ -37,13 +37,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = os.path.join(ROOT, "packaging", "link-order.txt")
 
 
-def workload(binary, profile):
-    wrapper = os.path.join(os.path.dirname(profile), "run.sh")
+def under_valgrind(binary, output, tool):
+    """Have benches/agent.py start `binary` under valgrind with `tool` (its options), writing to `output`."""
+    wrapper = output + ".sh"
     with open(wrapper, "w") as f:
-        f.write(f"#!/bin/sh\nexec valgrind --tool=callgrind --demangle=no --callgrind-out-file={profile} "
-                f"{binary} \"$@\" 2>/dev/null\n")
+        f.write(f"#!/bin/sh\nexec valgrind {tool}={output} {binary} \"$@\" 2>/dev/null\n")
     os.chmod(wrapper, 0o755)
     bench.BINARY = wrapper
+
+
+def workload(binary, profile):
+    under_valgrind(binary, profile, "--tool=callgrind --demangle=no --callgrind-out-file")
     model = bench.Model()
     with tempfile.TemporaryDirectory() as workdir:
         tree = os.path.join(workdir, "tree")
@@ -75,12 +79,7 @@ def workload(binary, profile):
 def startup(binary, trace):
     """Start `binary` under lackey, tracing every block of code it runs into `trace`, and have it answer the
     editor's first two requests; it exits on the end of its input."""
-    wrapper = os.path.join(os.path.dirname(trace), "trace.sh")
-    with open(wrapper, "w") as f:
-        f.write(f"#!/bin/sh\nexec valgrind --tool=lackey --trace-superblocks=yes --log-file={trace} "
-                f"{binary} \"$@\" 2>/dev/null\n")
-    os.chmod(wrapper, 0o755)
-    bench.BINARY = wrapper
+    under_valgrind(binary, trace, "--tool=lackey --trace-superblocks=yes --log-file")
     model = bench.Model()
     with tempfile.TemporaryDirectory() as workdir:
         agent = bench.Agent(workdir, model)

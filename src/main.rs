@@ -150,9 +150,18 @@ const WAITING: &str = "tinycode acp: waiting for an editor to speak ACP on stdin
 /// opens beside the rest of the start.
 type Stdio = (acp::stdio::Transport<acp::stdio::Outgoing, acp::stdio::Incoming>, Sources, acp::Started);
 
+/// How long the start waits, after answering `initialize`, for the editor's next line to be answered first.
+const SECOND_LINE_GRACE: std::time::Duration = std::time::Duration::from_millis(1);
+
 fn start_stdio() -> Result<Stdio, Exit> {
     let sources = Sources::from_process();
     let transport = acp::stdio::transport(Some(sources.clone()));
+    // The editor's next line (its first `session/new`) is answered by the stdin reader as soon as it arrives; on a
+    // machine with few cores the rest of the start would take the CPU that answer needs, so it goes first when it
+    // comes at once. Nothing else waits meanwhile: the SDK, which serves every other request, is not started yet.
+    if let Some(handover) = transport.as_ref().ok().and_then(|t| t.handover()) {
+        handover.wait_second_line(SECOND_LINE_GRACE);
+    }
     // The SDK logs every error response it sends at WARN; those are answers, not faults.
     init_logging("warn,agent_client_protocol=error");
     if std::io::stdin().is_terminal() {

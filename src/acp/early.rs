@@ -17,7 +17,8 @@
 //! second. Owns those answers and the hand-over; must not answer anything else.
 
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema as acp;
@@ -41,6 +42,8 @@ pub struct Handover {
     session: Mutex<Option<EarlySession>>,
     /// The id of that `session/new`, until the SDK's own answer to it has been dropped.
     session_answered: Mutex<Option<RawJsonRpcId>>,
+    /// Whether the editor's second line has been dealt with (answered or left to the SDK), or never will be.
+    second: (Mutex<bool>, Condvar),
 }
 
 /// A `session/new` answered early: the request, the session decided for it, and the answer given.
@@ -58,6 +61,7 @@ impl Default for Handover {
             response: Mutex::new(None),
             session: Mutex::new(None),
             session_answered: Mutex::new(None),
+            second: (Mutex::new(false), Condvar::new()),
         }
     }
 }
@@ -124,10 +128,28 @@ impl Handover {
         if !write_answer(&id, &answer, write) {
             return false;
         }
-        tracing::debug!(session = %prepared.id, "session/new answered early");
         *lock(&self.session_answered) = Some(id);
         *lock(&self.session) = Some(EarlySession { request, prepared, answer });
         true
+    }
+
+    /// The editor's second line has been dealt with, or never will be (the reader moved past it or stopped).
+    pub fn second_line_done(&self) {
+        *lock(&self.second.0) = true;
+        self.second.1.notify_all();
+    }
+
+    /// After an `initialize` answered here, wait at most `at_most` for the editor's second line to be dealt with
+    /// ([`Handover::answer_session`]); at once otherwise. Returns whether it was. For the thread starting the
+    /// agent: on a machine with few cores the rest of the start takes the CPU that answer needs.
+    pub fn wait_second_line(&self, at_most: Duration) -> bool {
+        if self.answered.get().is_none() {
+            return false;
+        }
+        let done = lock(&self.second.0);
+        let waited = self.second.1.wait_timeout_while(done, at_most, |done| !*done);
+        let (done, _) = waited.unwrap_or_else(PoisonError::into_inner);
+        *done
     }
 
     /// The answer already given to the first `initialize`, once: the SDK's handler gives the same.
@@ -253,7 +275,13 @@ impl FirstLines {
             self.at_start = true;
             start = end + 1;
         }
+        self.handover.second_line_done();
         false
+    }
+
+    /// The reader stops (the end of stdin, or an error): the lines not seen yet never will be.
+    pub fn finish(&self) {
+        self.handover.second_line_done();
     }
 }
 
@@ -425,6 +453,39 @@ mod tests {
                 lock(&handover.session).is_none() && lock(&handover.session_answered).is_none(),
                 "{line}"
             );
+        }
+    }
+
+    #[test]
+    fn the_start_waits_for_the_second_line_only_after_an_early_initialize_and_only_until_it_is_dealt_with() {
+        let sources = Sources::default();
+        let unanswered = Handover::default();
+        assert!(
+            !unanswered.wait_second_line(Duration::from_secs(60)),
+            "returns at once: nothing answered early"
+        );
+
+        let quiet = Handover::default();
+        quiet.answer(INITIALIZE.as_bytes(), &sources, |_| Ok(()));
+        assert!(
+            !quiet.wait_second_line(Duration::from_millis(5)),
+            "no second line: waits its time, no longer"
+        );
+
+        for second in ["{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/list\",\"params\":{}}\n", ""] {
+            let handover = Arc::new(Handover::default());
+            let mut lines = FirstLines::new(handover.clone(), sources.clone());
+            assert!(lines.read(format!("{INITIALIZE}\n").as_bytes(), |_| Ok(())));
+            let waiting = std::thread::spawn({
+                let handover = handover.clone();
+                move || handover.wait_second_line(Duration::from_secs(60))
+            });
+            if second.is_empty() {
+                lines.finish(); // the end of stdin
+            } else {
+                assert!(!lines.read(second.as_bytes(), |_| Ok(())), "left to the SDK, and done looking");
+            }
+            assert!(waiting.join().unwrap(), "released by the reader: {second:?}");
         }
     }
 

@@ -124,6 +124,10 @@ pub async fn new_session(
         },
     };
     tracing::info!(session = %session.id, cwd = %request.cwd.display(), "session/new");
+    if answered.is_some() {
+        // Said here, not where it was answered: that can be before logging has started.
+        tracing::debug!(session = %session.id, "session/new answered early");
+    }
     let (modes, options) = state_of(&session);
     let response = acp::NewSessionResponse::new(session.id.clone()).modes(modes).config_options(options);
     // Answered early already: this answer is dropped by the transport, and the editor is told what differs.

@@ -156,6 +156,9 @@ impl Incoming {
                     early = None;
                 }
                 let end = matches!(read, Ok(0) | Err(_));
+                if end && let Some(first_lines) = early.take() {
+                    first_lines.finish();
+                }
                 if tx.blocking_send(read.map(|n| buf[..n].to_vec())).is_err() || end {
                     return;
                 }

@@ -273,7 +273,7 @@ async fn the_first_session_new_is_answered_before_the_sdk_runs_and_names_the_ses
     let model = FakeModel::start(vec![answer(&["Hi"])]).await;
     let log = env.dir.path().join("agent.log");
     let mut command = env.command(&model, &["acp"]);
-    command.env("RUST_LOG", "tinycode::acp::early=debug").env("TINYCODE_LOG_FILE", &log);
+    command.env("RUST_LOG", "tinycode::acp::handlers=debug").env("TINYCODE_LOG_FILE", &log);
     let mut raw = Raw::spawn(command);
     raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
     assert_eq!(raw.recv().await["id"], 1);

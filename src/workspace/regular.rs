@@ -123,6 +123,13 @@ pub fn read_listed(path: &Path, cap: u64) -> Result<Capped, OpenError> {
 fn read_open((mut file, meta): (File, Metadata), cap: u64) -> Result<Capped, OpenError> {
     let cap = usize::try_from(cap).unwrap_or(usize::MAX);
     let hint = usize::try_from(meta.len()).unwrap_or(0).min(cap);
+    if hint > 0 && hint < cap {
+        // A file of known size under the cap: read straight into a buffer of that size (no chunk copied twice),
+        // to the size it had when opened (a file that grows meanwhile is read as it was).
+        let mut bytes = Vec::with_capacity(hint);
+        (&mut file).take(meta.len()).read_to_end(&mut bytes)?;
+        return Ok(Capped { bytes, complete: true, meta });
+    }
     let mut bytes = Vec::with_capacity(hint);
     // Sized by the hint (a small file costs a small buffer), a multiple of 8 and at least a page.
     let mut chunk = vec![0u8; hint.saturating_add(PROBE).next_multiple_of(8).clamp(MIN_CHUNK, CHUNK)];
@@ -140,11 +147,6 @@ fn read_open((mut file, meta): (File, Metadata), cap: u64) -> Result<Capped, Ope
             break false;
         }
         bytes.extend_from_slice(&chunk[..n]);
-        // Read to the size it had when opened: done, without one more read to see the end (procfs files say 0
-        // and read on; a file that grows meanwhile is read as it was).
-        if hint > 0 && hint < cap && bytes.len() as u64 == meta.len() {
-            break true;
-        }
     };
     Ok(Capped { bytes, complete, meta })
 }

@@ -78,7 +78,9 @@ pub fn replace_within(
             if candidate.is_empty() {
                 continue;
             }
-            let positions: Vec<usize> = content.match_indices(candidate.as_str()).map(|(i, _)| i).collect();
+            // memchr's finder is vectorised; `match_indices` walks a 10 MB file three times slower.
+            let positions: Vec<usize> =
+                memchr::memmem::find_iter(content.as_bytes(), candidate.as_bytes()).collect();
             let Some(&first) = positions.first() else { continue };
             if replace_all {
                 let replaced = content.replace(candidate.as_str(), new);
@@ -145,7 +147,7 @@ pub fn edit_within(
         Some(rest) => (BOM.len_utf8(), rest),
         None => (0, original),
     };
-    let crlf = body.contains("\r\n");
+    let crlf = memchr::memmem::find(body.as_bytes(), b"\r\n").is_some();
     let old = to_line_ending(old, crlf);
     let new = to_line_ending(new.strip_prefix(BOM).unwrap_or(new), crlf);
     let mut edited = if old.is_empty() {
@@ -165,11 +167,26 @@ pub fn edit_within(
 
 /// Lines of `text` around the 1-based line `center`, numbered like the read tool.
 pub fn numbered_excerpt(text: &str, first: usize, last: usize) -> String {
-    text.split('\n')
+    let skip = first.saturating_sub(1);
+    // Jump to the first line by its line break (vectorised) rather than walking every line before it.
+    let start = match skip {
+        0 => 0,
+        n => memchr::memchr_iter(b'\n', text.as_bytes()).nth(n - 1).map_or(text.len() + 1, |i| i + 1),
+    };
+    match text.get(start..) {
+        Some(rest) => numbered_lines(rest, first, last),
+        None => String::new(),
+    }
+}
+
+/// Lines `first..=last` (1-based, `first` at least 1 counted as 1) numbered like the read tool, from `from`: the
+/// text that starts at line `first`.
+pub fn numbered_lines(from: &str, first: usize, last: usize) -> String {
+    let skip = first.saturating_sub(1);
+    from.split('\n')
         .enumerate()
-        .skip(first.saturating_sub(1))
         .take(last + 1 - first.max(1))
-        .map(|(i, line)| format!("{}\t{}", i + 1, line.trim_end_matches('\r')))
+        .map(|(i, line)| format!("{}\t{}", skip + i + 1, line.trim_end_matches('\r')))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -212,6 +229,31 @@ fn did_you_mean_within(content: &str, old: &str, budget: &Budget) -> Option<Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_excerpt_numbers_the_lines_it_jumps_to_as_a_walk_over_every_line_would() {
+        let walk = |text: &str, first: usize, last: usize| {
+            text.split('\n')
+                .enumerate()
+                .skip(first.saturating_sub(1))
+                .take(last + 1 - first.max(1))
+                .map(|(i, line)| format!("{}\t{}", i + 1, line.trim_end_matches('\r')))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        for text in ["", "a", "a\n", "a\nb", "a\r\nb\r\nc\r\n", "one\ntwo\nthree\nfour\nfive\n"] {
+            for first in 0..8 {
+                for last in first.max(1) - 1..9 {
+                    assert_eq!(
+                        numbered_excerpt(text, first, last),
+                        walk(text, first, last),
+                        "{text:?} {first}..{last}"
+                    );
+                }
+            }
+        }
+        assert_eq!(numbered_excerpt("a\nb\nc\nd", 2, 3), "2\tb\n3\tc");
+    }
 
     #[test]
     fn replace_all_inserts_dollar_signs_literally() {

@@ -9,16 +9,21 @@ pub mod replacers;
 #[cfg(test)]
 mod vectors;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::change::{diff_content, line_of, shown, unchanged_since_preview, veto_secrets, writable};
+use super::change::{
+    diff_content, line_of, line_of_bytes, line_start as line_start_from, shown, unchanged_since_stamped,
+    veto_secrets, writable,
+};
 use super::read;
 use crate::display::{Kind, Location, Presentation};
 use crate::permission::Category;
 use crate::tool::{Context, Def, Preview, Progress, ToolError, ToolOutput, arg_str, resolve_path};
+use crate::workspace::files::Stamp;
 use budget::Budget;
 use replacers::Strategy;
 
@@ -67,6 +72,12 @@ struct Plan {
     count: usize,
     first_line: u32,
     last_line: u32,
+    /// The byte of `new` where the replacement starts.
+    offset: usize,
+    /// The diff the preview showed: the result shows it again unless a formatter changed the text.
+    shown: Vec<crate::display::Content>,
+    /// What the read behind `old` saw of the file, to tell it unchanged without reading it again.
+    stamp: Option<Stamp>,
     _lock: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -80,7 +91,7 @@ fn bool_arg(args: &Value, name: &str) -> Result<bool, ToolError> {
 }
 
 /// The current text of an existing file, refusing what the edit tool cannot handle.
-async fn editable_text(ctx: &Context, path: &Path) -> Result<Option<String>, ToolError> {
+async fn editable_text(ctx: &Context, path: &Path) -> Result<(Option<String>, Option<Stamp>), ToolError> {
     if let Ok(meta) = tokio::fs::metadata(path).await
         && meta.len() > MAX_EDIT_BYTES
     {
@@ -90,13 +101,13 @@ async fn editable_text(ctx: &Context, path: &Path) -> Result<Option<String>, Too
             meta.len()
         )));
     }
-    let text = ctx.files.read_text(path).await?;
+    let (text, stamp) = ctx.files.read_text_stamped(path).await?;
     if let Some(text) = &text
         && read::is_binary(text.as_bytes())
     {
         return Err(ToolError::retry(format!("{} is a binary file and cannot be edited.", path.display())));
     }
-    Ok(text)
+    Ok((text, stamp))
 }
 
 fn not_found(path: &Path, stack: &crate::workspace::ignore_rules::Stack) -> ToolError {
@@ -117,7 +128,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
     let (old_string, new_string) = (arg_str(&args, "old_string")?, arg_str(&args, "new_string")?);
     let replace_all = bool_arg(&args, "replace_all")?;
     let lock = ctx.files.lock(&path).await;
-    let old = editable_text(&ctx, &path).await?;
+    let (old, stamp) = editable_text(&ctx, &path).await?;
     match &old {
         Some(text) => ctx.files.check_fresh(&path, text, false)?,
         None if !old_string.is_empty() => return Err(not_found(&path, &ctx.files.ignores())),
@@ -151,7 +162,8 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
     let edited = edited.map_err(|e| ToolError::retry(e.message(&path.display().to_string())))?;
     veto_secrets(&path, old.as_deref().unwrap_or(""), &edited.content)?;
     let first_line = line_of(&edited.content, edited.offset);
-    let last_line = line_of(&edited.content, edited.offset + edited.inserted_len);
+    let inserted = &edited.content.as_bytes()[edited.offset..edited.offset + edited.inserted_len];
+    let last_line = first_line.saturating_add(line_of_bytes(inserted));
     let presentation = Presentation {
         title: format!("Edit {}", shown(&path, &ctx.directory)),
         kind: Kind::Edit,
@@ -160,6 +172,8 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         content: diff_content(&path, old.as_deref(), &edited.content, ctx.files.diff_limit()),
     };
     let plan = Plan {
+        shown: presentation.content.clone(),
+        stamp,
         path,
         old,
         new: edited.content,
@@ -167,6 +181,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         count: edited.count,
         first_line,
         last_line,
+        offset: edited.offset,
         _lock: lock,
     };
     Ok(Preview { category: None, presentation, plan: Arc::new(plan) })
@@ -174,7 +189,7 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
 
 async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     let plan = ctx.plan::<Plan>()?;
-    unchanged_since_preview(&ctx, &plan.path, plan.old.as_deref()).await?;
+    unchanged_since_stamped(&ctx, &plan.path, plan.old.as_deref(), plan.stamp).await?;
     let written = ctx.files.write(&plan.path, &plan.new, &ctx.directory).await?;
     ctx.file_modified(&plan.path, "edit");
     let how = match plan.strategy {
@@ -189,14 +204,28 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     };
     let first = plan.first_line.saturating_sub(SNIPPET_CONTEXT).max(1) as usize;
     let last = (plan.last_line + SNIPPET_CONTEXT) as usize;
-    let snippet = cascade::numbered_excerpt(&written.content, first, last);
+    let snippet = match &written.content {
+        // The line the replacement starts on is known: the excerpt starts from there, not from the top.
+        Cow::Borrowed(text) => {
+            let line_start = memchr::memrchr(b'\n', &text.as_bytes()[..plan.offset]).map_or(0, |i| i + 1);
+            let start =
+                line_start_from(text.as_bytes(), (plan.first_line as usize - 1, line_start), first - 1);
+            cascade::numbered_lines(text.get(start..).unwrap_or(""), first, last)
+        }
+        Cow::Owned(formatted) => cascade::numbered_excerpt(formatted, first, last),
+    };
     let mut output = format!("Edited {}: {how}.\n\n{snippet}", plan.path.display());
     if let Some(error) = &written.formatter_error {
         output.push_str(&format!("\n\nThe formatter failed (the edit was still written): {error}"));
     }
     let mut result = ToolOutput {
         output,
-        display: diff_content(&plan.path, plan.old.as_deref(), &written.content, ctx.files.diff_limit()),
+        display: match &written.content {
+            Cow::Borrowed(_) => plan.shown.clone(),
+            Cow::Owned(formatted) => {
+                diff_content(&plan.path, plan.old.as_deref(), formatted, ctx.files.diff_limit())
+            }
+        },
         locations: vec![Location::at_line(&plan.path, plan.first_line)],
         metadata: json!({
             "path": plan.path,

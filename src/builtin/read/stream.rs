@@ -161,7 +161,11 @@ impl Text {
             &joined[..]
         };
         let cut = if last { all.len() } else { safe_cut(all) };
-        let decoded = String::from_utf8_lossy(&all[..cut]);
+        // Valid UTF-8 (nearly always) is checked by the vectorised validator; the lossy walk is far slower.
+        let decoded = match std::str::from_utf8(&all[..cut]) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(&all[..cut]),
+        };
         if let Some(hash) = &mut self.hash {
             hash.write(&decoded);
         }

@@ -101,7 +101,7 @@ const DIFF_CONTEXT_LINES: usize = 3;
 /// How a change to `path` is shown: the whole-file diff when old and new text together fit in `limit` bytes,
 /// otherwise a bounded diff (the lines from the first to the last change, with context) and a note saying so,
 /// so a small edit to a huge file costs the editor, the wire and the database kilobytes, not megabytes.
-pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> Vec<Content> {
+pub fn diff_content<'a>(path: &Path, old: Option<&'a str>, new: &'a str, limit: usize) -> Vec<Content> {
     let whole = |old: Option<&str>| Content::Diff {
         path: path.to_path_buf(),
         old_text: old.map(str::to_string),
@@ -118,25 +118,38 @@ pub fn diff_content(path: &Path, old: Option<&str>, new: &str, limit: usize) -> 
     let room = lines.old_count.min(lines.new_count) - same_head;
     let same_tail = lines.same_tail(old_text, new, room);
     let first = same_head.saturating_sub(DIFF_CONTEXT_LINES);
-    let region = |text: &str, count: usize, tail: (usize, usize)| {
-        let last = (count - same_tail + DIFF_CONTEXT_LINES).min(count);
+    let side = |text: &'a str, count: usize, tail: (usize, usize)| {
+        let end = (count - same_tail + DIFF_CONTEXT_LINES).min(count);
         let start = line_start(text.as_bytes(), lines.head, first);
-        let end = if last >= count { text.len() } else { line_start(text.as_bytes(), tail, last) - 1 };
-        let shown = if first >= last { "" } else { &text[start..end] };
-        (last, cut(shown, limit / 2))
+        let stop = if end >= count { text.len() } else { line_start(text.as_bytes(), tail, end) - 1 };
+        Side { end, count, text: if first >= end { "" } else { &text[start..stop] } }
     };
-    let (old_count, new_count) = (lines.old_count, lines.new_count);
-    let ((old_end, (old_region, old_cut)), (new_end, (new_region, new_cut))) =
-        (region(old_text, old_count, lines.old_tail), region(new, new_count, lines.new_tail));
+    let size = new.len().max(old_text.len());
+    let (old_side, new_side) =
+        (side(old_text, lines.old_count, lines.old_tail), side(new, lines.new_count, lines.new_tail));
+    bounded(path, size, first, old_side, new_side, limit)
+}
+
+/// One side of a bounded diff: lines `[first, end)` of its `count` lines, and their text.
+struct Side<'a> {
+    end: usize,
+    count: usize,
+    text: &'a str,
+}
+
+/// The bounded diff of a file of `size` bytes from line `first` (0-based) on: the note saying what is shown, and
+/// the two sides, each cut to half the limit.
+fn bounded(path: &Path, size: usize, first: usize, old: Side, new: Side, limit: usize) -> Vec<Content> {
+    let ((old_region, old_cut), (new_region, new_cut)) = (cut(old.text, limit / 2), cut(new.text, limit / 2));
     let mut note = format!(
         "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
-        new.len().max(old_text.len()) as f64 / 1_048_576.0,
+        size as f64 / 1_048_576.0,
         first + 1,
-        old_end,
-        old_count,
+        old.end,
+        old.count,
         first + 1,
-        new_end,
-        new_count,
+        new.end,
+        new.count,
         DIFF_CONTEXT_LINES
     );
     if old_cut || new_cut {
@@ -365,28 +378,11 @@ mod tests {
         let tail = a[head..].iter().rev().zip(b[head..].iter().rev()).take_while(|(x, y)| x == y).count();
         let first = head.saturating_sub(DIFF_CONTEXT_LINES);
         let end = |l: &[&str]| (l.len() - tail + DIFF_CONTEXT_LINES).min(l.len());
-        let part = |l: &[&str]| cut(&l[first.min(end(l))..end(l)].join("\n"), limit / 2);
-        let ((old_region, old_cut), (new_region, new_cut)) = (part(&a), part(&b));
-        let mut note = format!(
-            "The file is {:.1} MB, so only the changed region is shown: lines {}–{} of {} before, {}–{} of {} after ({} lines of context).",
-            new.len().max(old.len()) as f64 / 1_048_576.0,
-            first + 1,
-            end(&a),
-            a.len(),
-            first + 1,
-            end(&b),
-            b.len(),
-            DIFF_CONTEXT_LINES
-        );
-        if old_cut || new_cut {
-            note.push_str(
-                " The region itself is larger than the diff limit and was cut; read the file for the rest.",
-            );
-        }
-        vec![
-            Content::Text(note),
-            Content::Diff { path: "/w/a".into(), old_text: Some(old_region), new_text: new_region },
-        ]
+        let (old_text, new_text) =
+            (a[first.min(end(&a))..end(&a)].join("\n"), b[first.min(end(&b))..end(&b)].join("\n"));
+        let old_side = Side { end: end(&a), count: a.len(), text: &old_text };
+        let new_side = Side { end: end(&b), count: b.len(), text: &new_text };
+        bounded(Path::new("/w/a"), new.len().max(old.len()), first, old_side, new_side, limit)
     }
 
     #[test]

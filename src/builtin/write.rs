@@ -4,12 +4,15 @@
 //!
 //! Owns the whole-file write decision. File access goes through `Context::files`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::change::{first_changed_line, shown, unchanged_since_preview, veto_secrets, writable};
+use super::change::{
+    diff_content, first_changed_line, shown, unchanged_since_preview, veto_secrets, writable,
+};
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
 use crate::tool::{Context, Def, Preview, ToolError, ToolOutput, arg_str, resolve_path};
@@ -67,6 +70,8 @@ struct Plan {
     path: PathBuf,
     old: Option<String>,
     new: String,
+    /// The diff the preview showed: the result shows it again unless a formatter changed the text.
+    shown: Vec<Content>,
     _lock: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -86,9 +91,10 @@ async fn preview(ctx: Context, args: Value) -> Result<Preview, ToolError> {
         kind: Kind::Edit,
         locations: vec![Location::at_line(&path, first_changed_line(old.as_deref(), &new))],
         patterns: vec![path.to_string_lossy().into_owned()],
-        content: vec![Content::Diff { path: path.clone(), old_text: old.clone(), new_text: new.clone() }],
+        content: diff_content(&path, old.as_deref(), &new, ctx.files.diff_limit()),
     };
-    Ok(Preview { category: None, presentation, plan: Arc::new(Plan { path, old, new, _lock: lock }) })
+    let shown = presentation.content.clone();
+    Ok(Preview { category: None, presentation, plan: Arc::new(Plan { path, old, new, shown, _lock: lock }) })
 }
 
 async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
@@ -104,11 +110,12 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     }
     let mut result = ToolOutput {
         output,
-        display: vec![Content::Diff {
-            path: plan.path.clone(),
-            old_text: plan.old.clone(),
-            new_text: written.content.to_string(),
-        }],
+        display: match &written.content {
+            Cow::Borrowed(_) => plan.shown.clone(),
+            Cow::Owned(formatted) => {
+                diff_content(&plan.path, plan.old.as_deref(), formatted, ctx.files.diff_limit())
+            }
+        },
         locations: vec![Location::at_line(
             &plan.path,
             first_changed_line(plan.old.as_deref(), &written.content),

@@ -157,6 +157,38 @@ async fn an_edit_of_a_file_over_the_diff_limit_shows_the_changed_region_and_says
 }
 
 #[tokio::test]
+async fn a_write_over_the_diff_limit_shows_the_changed_region_once_and_says_so() {
+    let h = Setup::new(vec![]).config("max_diff_bytes = 200").start().await;
+    let original: String = (1..=40).map(|i| format!("line {i}\n")).collect();
+    let file = h.write("big.txt", &original);
+    let rewritten = original.replace("line 20\n", "line twenty\n");
+    let write = json!({"file_path": file, "content": rewritten}).to_string();
+    h.model.script(script(vec![vec![read("r", &file)], vec![("w".into(), "write".into(), write)]], "done"));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "rename line 20").await.unwrap();
+
+    let updates = call_updates(&h, &session, "w");
+    assert_eq!(
+        updates[0]["content"],
+        json!([
+            {"type": "content", "content": {"type": "text", "text": "The file is 0.0 MB, so only the changed region is shown: lines 17–23 of 41 before, 17–23 of 41 after (3 lines of context)."}},
+            {"type": "diff", "path": file, "oldText": "line 17\nline 18\nline 19\nline 20\nline 21\nline 22\nline 23", "newText": "line 17\nline 18\nline 19\nline twenty\nline 21\nline 22\nline 23"}
+        ])
+    );
+    let raw = json!({"path": file, "created": false, "lines": 40, "formatterError": null});
+    assert_eq!(
+        updates[1..],
+        [
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "in_progress"}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "completed", "locations": [{"path": file, "line": 20}], "rawOutput": raw}),
+        ],
+        "the result leaves out the region the card shows"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), rewritten);
+}
+
+#[tokio::test]
 async fn a_rejected_edit_leaves_the_file_untouched_and_the_model_is_told() {
     let h = Harness::start(vec![]).await;
     let file = h.write("a.txt", "keep me\n");

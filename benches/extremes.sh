@@ -3,7 +3,7 @@
 # each beside its reference (spawn of /bin/true, Python, ripgrep, the fake model's own rate), with the machine's
 # load average before and after. Prints each script's summary lines; nothing is written to the README.
 #
-#     benches/extremes.sh [--skip-build]
+#     benches/extremes.sh [--skip-build]       (TINYCODE_BIN=PATH measures another binary)
 #
 # About 15 minutes on 2 cores (two 100,000-file trees are generated; the edit bench is compiled in the bench
 # profile, which reuses the release build's dependencies).
@@ -12,8 +12,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" != "--skip-build" ]; then
   cargo build --release --locked --quiet
 fi
-binary="$PWD/target/release/tinycode"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC'); $(git rev-parse --short HEAD)"
+binary="${TINYCODE_BIN:-$PWD/target/release/tinycode}"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC'); $(git rev-parse --short HEAD); binary $binary"
 echo "== startup (target: initialize <= 1.5 ms, session/new <= 1 ms)"
 python3 benches/startup.py --runs 50 --binary "$binary"
 echo "== 10 MB edit (target: <= 60 ms tool_call -> completed, <= 25 MB traffic, <= 40 MB peak RSS, <= 1 MB database)"

@@ -142,12 +142,8 @@ pub async fn serve(
     started: Started,
 ) -> Result<(), Error> {
     // Beside the rest of the start-up, not before it: `initialize` needs its params schema (unless the transport
-    // answered it already), the later requests their own schemas, and the first file change the secret
-    // patterns; whatever is not ready yet is built on first use.
-    crate::warm::spawn("tinycode-warm", params::warm_initialize, || {
-        params::warm();
-        crate::workspace::secrets::warm();
-    });
+    // answered it already), the later requests their own schemas; whatever is not ready yet is built on first use.
+    crate::warm::spawn("tinycode-warm", params::warm_initialize, params::warm);
     let mut manager = Manager::new(sources);
     if let Some(opening) = started.store {
         manager = manager.with_opening(opening);

@@ -25,11 +25,6 @@ static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
     .collect()
 });
 
-/// Compile the patterns ahead of the first file change (2–3 ms), on a start-up helper thread.
-pub fn warm() {
-    LazyLock::force(&PATTERNS);
-}
-
 /// The kinds of secret found in `new` that do not already appear in `old`.
 ///
 /// No pattern matches across a line break, so a match that `old` lacks lies on a line the change touched: only

@@ -41,12 +41,10 @@ pub fn introduced(old: &str, new: &str) -> Vec<&'static str> {
     kinds
 }
 
-/// The whole lines of `new` that hold its changed bytes (empty when nothing was added).
+/// The whole lines of `new` that hold its changed bytes, or the line where bytes were only removed (a deletion
+/// can join two halves of a key).
 fn changed_lines<'a>(old: &str, new: &'a str) -> &'a str {
     let range = Span::between(old.as_bytes(), new.as_bytes()).changed(new.as_bytes());
-    if range.is_empty() {
-        return "";
-    }
     let bytes = new.as_bytes();
     let start = memchr::memrchr(b'\n', &bytes[..range.start]).map_or(0, |i| i + 1);
     let end = memchr::memchr(b'\n', &bytes[range.end..]).map_or(bytes.len(), |i| range.end + i);
@@ -116,5 +114,10 @@ mod tests {
         assert_eq!(introduced(&old, &cases[0]), vec!["GitHub token"]);
         assert_eq!(introduced(&old, &cases[4]), vec!["GitHub token"]);
         assert!(introduced(&old, &cases[5]).is_empty());
+        // A deletion alone (no byte added) that joins two halves of a key on one line.
+        let split = format!("{filler}t = \"ghp_{}\n{}\";\n{filler}", "c".repeat(20), "c".repeat(16));
+        let joined = split.replacen(&format!("{}\n", "c".repeat(20)), &"c".repeat(20), 1);
+        assert_eq!(scanning_everything(&split, &joined), vec!["GitHub token"]);
+        assert_eq!(introduced(&split, &joined), vec!["GitHub token"]);
     }
 }

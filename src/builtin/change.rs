@@ -4,11 +4,12 @@
 //!
 //! Owns those checks. Must not write files (that is `workspace::files`).
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::display::Content;
 use crate::tool::{Context, ToolError};
-use crate::workspace::files::Stamp;
+use crate::workspace::files::{Stamp, Written};
 use crate::workspace::span::Span;
 use crate::workspace::{regular, secrets};
 
@@ -128,6 +129,20 @@ pub fn diff_content<'a>(path: &Path, old: Option<&'a str>, new: &'a str, limit: 
     let (old_side, new_side) =
         (side(old_text, lines.old_count, lines.old_tail), side(new, lines.new_count, lines.new_tail));
     bounded(path, size, first, old_side, new_side, limit)
+}
+
+/// The diff a write's result shows: the preview's (`shown`) again, unless a formatter changed the text written.
+pub fn diff_after_write(
+    shown: &[Content],
+    path: &Path,
+    old: Option<&str>,
+    written: &Written<'_>,
+    limit: usize,
+) -> Vec<Content> {
+    match &written.content {
+        Cow::Borrowed(_) => shown.to_vec(),
+        Cow::Owned(formatted) => diff_content(path, old, formatted, limit),
+    }
 }
 
 /// One side of a bounded diff: lines `[first, end)` of its `count` lines, and their text.

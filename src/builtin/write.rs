@@ -4,14 +4,14 @@
 //!
 //! Owns the whole-file write decision. File access goes through `Context::files`.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::change::{
-    diff_content, first_changed_line, shown, unchanged_since_preview, veto_secrets, writable,
+    diff_after_write, diff_content, first_changed_line, shown, unchanged_since_preview, veto_secrets,
+    writable,
 };
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
@@ -110,12 +110,13 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     }
     let mut result = ToolOutput {
         output,
-        display: match &written.content {
-            Cow::Borrowed(_) => plan.shown.clone(),
-            Cow::Owned(formatted) => {
-                diff_content(&plan.path, plan.old.as_deref(), formatted, ctx.files.diff_limit())
-            }
-        },
+        display: diff_after_write(
+            &plan.shown,
+            &plan.path,
+            plan.old.as_deref(),
+            &written,
+            ctx.files.diff_limit(),
+        ),
         locations: vec![Location::at_line(
             &plan.path,
             first_changed_line(plan.old.as_deref(), &written.content),

@@ -247,8 +247,8 @@ impl Registry {
         };
         // The plan may hold whole files (a 10 MB edit's text before and after): they are freed on a blocking
         // thread rather than before the answer (unmapping 20 MB took 2–3 ms).
-        if let Some(plan) = ctx.plan.take() {
-            tokio::task::spawn_blocking(move || drop(plan));
+        if let (Some(plan), Ok(runtime)) = (ctx.plan.take(), tokio::runtime::Handle::try_current()) {
+            runtime.spawn_blocking(move || drop(plan));
         }
         let mut output = match result {
             Err(error) => {

@@ -143,6 +143,14 @@ async fn an_edit_of_a_file_over_the_diff_limit_shows_the_changed_region_and_says
         "the result leaves out the region the card shows"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), original.replace("line 20\n", "line twenty\n"));
+    assert_eq!(
+        tool_result(&h.model.messages(2), "e"),
+        format!(
+            "Edited {}: 1 replacement (SimpleReplacer matched).\n\n17\tline 17\n18\tline 18\n19\tline 19\n20\tline twenty\n21\tline 21\n22\tline 22\n23\tline 23\n24\tline 24",
+            file.display()
+        ),
+        "the excerpt runs from three lines above the replacement to three below the line after it, found from where it landed"
+    );
 
     let mut h = h;
     h.restart().await;

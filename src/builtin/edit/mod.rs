@@ -16,8 +16,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::change::{
-    diff_content, line_of, line_of_bytes, line_start as line_start_from, shown, unchanged_since_stamped,
-    veto_secrets, writable,
+    diff_after_write, diff_content, line_of, line_of_bytes, line_start as line_start_from, shown,
+    unchanged_since_stamped, veto_secrets, writable,
 };
 use super::read;
 use crate::display::{Kind, Location, Presentation};
@@ -220,12 +220,13 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
     }
     let mut result = ToolOutput {
         output,
-        display: match &written.content {
-            Cow::Borrowed(_) => plan.shown.clone(),
-            Cow::Owned(formatted) => {
-                diff_content(&plan.path, plan.old.as_deref(), formatted, ctx.files.diff_limit())
-            }
-        },
+        display: diff_after_write(
+            &plan.shown,
+            &plan.path,
+            plan.old.as_deref(),
+            &written,
+            ctx.files.diff_limit(),
+        ),
         locations: vec![Location::at_line(&plan.path, plan.first_line)],
         metadata: json!({
             "path": plan.path,

@@ -9,6 +9,7 @@
 //! sessions or ACP.
 
 pub mod assemble;
+mod hot;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -194,6 +195,16 @@ pub struct StreamState {
     argument_bytes: u64,
 }
 
+/// The strings of one delta (or of a whole message), however it was parsed; empty when absent.
+struct Parts<'a> {
+    reasoning_content: &'a str,
+    reasoning: &'a str,
+    /// The text of `reasoning_details`, once merged.
+    details: Option<String>,
+    content: &'a str,
+    refusal: &'a str,
+}
+
 fn usage_of(value: &Value) -> Option<Usage> {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
     Some(Usage {
@@ -261,6 +272,30 @@ impl StreamState {
             self.done = true;
             return Ok(());
         }
+        if self.hot(data, on_delta) {
+            return Ok(());
+        }
+        self.general(data, on_delta)
+    }
+
+    /// The common delta events, read in place (`hot`): true when taken, false for the general way.
+    fn hot(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> bool {
+        if let Some(chunk) = hot::Chunk::parse(data) {
+            if let Some(choice) = chunk.choices.first() {
+                if let Some(delta) = &choice.delta {
+                    self.parts(delta.parts(), on_delta);
+                }
+                if let Some(reason) = &choice.finish_reason {
+                    self.finish = Some(FinishReason::parse(reason));
+                }
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Any event, as a JSON value.
+    fn general(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
         let chunk: Value = serde_json::from_str(data).map_err(|e| {
             Attempt::Fatal(LlmError::Protocol(format!("undecodable stream chunk ({e}): {data}")))
         })?;
@@ -289,21 +324,31 @@ impl StreamState {
     /// The reasoning, text and refusal of one delta (or of a whole message).
     fn message(&mut self, delta: &Value, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
         let text = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
-        // Read order: `reasoning_content`, then `reasoning`, then the details' text (PROVIDERS.md §1.4).
         let details = delta.get("reasoning_details").and_then(Value::as_array).map(|d| self.merge_details(d));
-        if !text("reasoning_content").is_empty() {
-            self.reason(ReasoningField::ReasoningContent, text("reasoning_content"), on_delta);
-        } else if !text("reasoning").is_empty() {
-            self.reason(ReasoningField::Reasoning, text("reasoning"), on_delta);
-        } else if let Some(shown) = details {
+        let parts = Parts {
+            reasoning_content: text("reasoning_content"),
+            reasoning: text("reasoning"),
+            details,
+            content: text("content"),
+            refusal: text("refusal"),
+        };
+        self.parts(parts, on_delta);
+    }
+
+    fn parts(&mut self, parts: Parts<'_>, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        // Read order: `reasoning_content`, then `reasoning`, then the details' text (PROVIDERS.md §1.4).
+        if !parts.reasoning_content.is_empty() {
+            self.reason(ReasoningField::ReasoningContent, parts.reasoning_content, on_delta);
+        } else if !parts.reasoning.is_empty() {
+            self.reason(ReasoningField::Reasoning, parts.reasoning, on_delta);
+        } else if let Some(shown) = parts.details {
             self.reason(ReasoningField::Reasoning, &shown, on_delta);
         }
-        let content = text("content");
-        if !content.is_empty() {
-            self.text.push_str(content);
-            on_delta(Delta::Text(content.to_string()));
+        if !parts.content.is_empty() {
+            self.text.push_str(parts.content);
+            on_delta(Delta::Text(parts.content.to_string()));
         }
-        self.refusal.push_str(text("refusal"));
+        self.refusal.push_str(parts.refusal);
     }
 
     fn finish(self) -> Response {

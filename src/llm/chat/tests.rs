@@ -365,3 +365,95 @@ fn a_tool_result_with_text_and_an_image_keeps_the_text_and_attaches_the_image_af
         ]
     );
 }
+
+/// `events` through `data` (the common deltas read in place) and through the general JSON way only: what each
+/// way ends with and relays, as text.
+fn both_ways(events: &[String]) -> [(String, String); 2] {
+    let mut results = Vec::new();
+    for general_only in [false, true] {
+        let mut state = StreamState::new("p/m".into());
+        let deltas = std::sync::Mutex::new(Vec::new());
+        let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+        let mut outcome = Ok(());
+        for data in events {
+            outcome = match general_only {
+                false => state.data(data, &on_delta),
+                true => general_way(&mut state, data, &on_delta),
+            };
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let end = outcome.and_then(|()| state.end());
+        results.push((format!("{end:?}"), format!("{:?}", deltas.into_inner().unwrap())));
+    }
+    [results.remove(0), results.remove(0)]
+}
+
+fn strings(events: &[&str]) -> Vec<String> {
+    events.iter().map(|e| e.to_string()).collect()
+}
+
+/// The general way of `data`: `[DONE]`, then every chunk as a JSON value.
+fn general_way(
+    state: &mut StreamState,
+    data: &str,
+    on_delta: &(dyn Fn(Delta) + Send + Sync),
+) -> Result<(), Attempt> {
+    if data.trim() == "[DONE]" {
+        state.done = true;
+        return Ok(());
+    }
+    state.general(data, on_delta)
+}
+
+#[test]
+fn chunks_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
+    let plain =
+        r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok "}}]}"#;
+    let hand = strings(&[
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        plain,
+        r#"{"choices":[{"delta":{"content":"a\"b\n\u00e9 \ud83d\ude00"}}]}"#,
+        r#"{"choices":[{"delta":{"content":null,"reasoning_content":"think"}}]}"#,
+        r#"{"choices":[{"delta":{"reasoning":"r"}}]}"#,
+        r#"{"choices":[{"delta":{"content":5}}]}"#,
+        r#"{"choices":[{"delta":{"content":"a","content":"b"}}]}"#,
+        r#"{"choices":[{"delta":"text"}]}"#,
+        r#"{"choices":null}"#,
+        r#"{"choices":[{"delta":{"refusal":"no"}}]}"#,
+        r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"read","arguments":"{}"}}]}}]}"#,
+        r#"{"choices":[{"delta":{"content":"x"}},{"delta":{"tool_calls":7}}]}"#,
+        r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":null}"#,
+        r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+        "[DONE]",
+    ]);
+    let mut streams = vec![hand];
+    for name in [
+        "chat_answer.sse",
+        "chat_openai_parallel.sse",
+        "chat_deepseek_reasoning_content.sse",
+        "chat_vllm_reasoning.sse",
+        "chat_openrouter_reasoning_details.sse",
+        "chat_error_after_200.sse",
+        "chat_unknown_finish.sse",
+        "chat_ollama_index_reuse.sse",
+        "chat_cut_arguments.sse",
+    ] {
+        streams.push(crate::llm::transport::event_data(&fixture(name)));
+    }
+    for errors in
+        [r#"{"choices":[{"delta":{"content":"x"}}],"error":null}"#, r#"{"error":{"code":429}}"#, "{"]
+    {
+        streams.push(strings(&[plain, errors]));
+    }
+    for events in &streams {
+        let [fast, general] = both_ways(events);
+        assert_eq!(fast, general, "{events:?}");
+    }
+    let took = |data: &str| StreamState::new("p/m".into()).hot(data, &|_| {});
+    assert_eq!(
+        [plain, r#"{"choices":[{"delta":{"content":5}}]}"#, r#"{"choices":[],"error":null}"#].map(took),
+        [true, false, false]
+    );
+}

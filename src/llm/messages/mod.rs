@@ -6,6 +6,8 @@
 //! Owns this wire format. HTTP, errors and retries belong to `transport`. Every block or event type it does
 //! not know is skipped, never an error (PROVIDERS.md §2).
 
+mod hot;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -341,21 +343,8 @@ impl StreamState {
         let field = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
         let Some(block) = self.blocks.get_mut(&index) else { return };
         match (delta.get("type").and_then(Value::as_str), block) {
-            (Some("text_delta"), _) => {
-                let text = field("text");
-                if !text.is_empty() {
-                    self.text.push_str(text);
-                    on_delta(Delta::Text(text.to_string()));
-                }
-            }
-            (Some("thinking_delta"), Block::Thinking { thinking, .. }) => {
-                let text = field("thinking");
-                if !text.is_empty() {
-                    thinking.push_str(text);
-                    self.thinking.push_str(text);
-                    on_delta(Delta::Reasoning(text.to_string()));
-                }
-            }
+            (Some("text_delta"), _) => self.text_delta(index, field("text"), on_delta),
+            (Some("thinking_delta"), _) => self.thinking_delta(index, field("thinking"), on_delta),
             (Some("signature_delta"), Block::Thinking { signature, .. }) => {
                 signature.push_str(field("signature"))
             }
@@ -364,6 +353,24 @@ impl StreamState {
                 input.push(field("partial_json").to_string())
             }
             _ => {}
+        }
+    }
+
+    /// Answer text into an open block `index` (of any kind, as the API never mixes them).
+    fn text_delta(&mut self, index: u64, text: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        if self.blocks.contains_key(&index) && !text.is_empty() {
+            self.text.push_str(text);
+            on_delta(Delta::Text(text.to_string()));
+        }
+    }
+
+    /// Thinking text into the open thinking block `index`.
+    fn thinking_delta(&mut self, index: u64, text: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        let Some(Block::Thinking { thinking, .. }) = self.blocks.get_mut(&index) else { return };
+        if !text.is_empty() {
+            thinking.push_str(text);
+            self.thinking.push_str(text);
+            on_delta(Delta::Reasoning(text.to_string()));
         }
     }
 
@@ -388,6 +395,26 @@ impl StreamState {
 
     /// Take one event's data.
     fn data(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
+        if self.hot(data, on_delta) {
+            return Ok(());
+        }
+        self.general(data, on_delta)
+    }
+
+    /// The common delta events, read in place (`hot`): true when taken, false for the general way.
+    fn hot(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> bool {
+        if let Some(delta) = hot::BlockText::parse(data) {
+            match delta.thinking {
+                true => self.thinking_delta(delta.index, &delta.text, on_delta),
+                false => self.text_delta(delta.index, &delta.text, on_delta),
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Any event, as a JSON value.
+    fn general(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
         let event: Value = serde_json::from_str(data).map_err(|e| {
             Attempt::Fatal(LlmError::Protocol(format!("undecodable stream event ({e}): {data}")))
         })?;

@@ -256,3 +256,86 @@ fn a_tool_result_with_text_and_an_image_carries_both_blocks() {
         ]})
     );
 }
+
+/// `events` through `data` (the common deltas read in place) and through the general JSON way only: what each
+/// way ends with and relays, as text.
+fn both_ways(events: &[String]) -> [(String, String); 2] {
+    let mut results = Vec::new();
+    for general_only in [false, true] {
+        let mut state = StreamState::new("p/m".into());
+        let deltas = std::sync::Mutex::new(Vec::new());
+        let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+        let mut outcome = Ok(());
+        for data in events {
+            outcome = match general_only {
+                false => state.data(data, &on_delta),
+                true => general_way(&mut state, data, &on_delta),
+            };
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let end = outcome.and_then(|()| state.end());
+        results.push((format!("{end:?}"), format!("{:?}", deltas.into_inner().unwrap())));
+    }
+    [results.remove(0), results.remove(0)]
+}
+
+fn strings(events: &[&str]) -> Vec<String> {
+    events.iter().map(|e| e.to_string()).collect()
+}
+
+/// The general way of `data`: every event as a JSON value.
+fn general_way(
+    state: &mut StreamState,
+    data: &str,
+    on_delta: &(dyn Fn(Delta) + Send + Sync),
+) -> Result<(), Attempt> {
+    state.general(data, on_delta)
+}
+
+#[test]
+fn events_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
+    let plain = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok "}}"#;
+    let hand = strings(&[
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+        plain,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\"b\u00e9"}}"#,
+        r#"{"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"nowhere"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"not a thinking block"}}"#,
+        r#"{"type":"content_block_delta","index":-1,"delta":{"type":"text_delta","text":"negative"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":7}}"#,
+        r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"no index"}}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"thinking","thinking":""}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"thinking_delta","thinking":"hmm"}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"signature_delta","signature":"sig"}}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]);
+    let mut streams = vec![hand];
+    for name in [
+        "anthropic_answer.sse",
+        "anthropic_thinking_tool.sse",
+        "anthropic_redacted_answer.sse",
+        "anthropic_overloaded.sse",
+    ] {
+        streams.push(crate::llm::transport::event_data(&fixture(name)));
+    }
+    for events in &streams {
+        let [fast, general] = both_ways(events);
+        assert_eq!(fast, general, "{events:?}");
+    }
+    let started = r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#;
+    let took = |data: &str| {
+        let mut state = StreamState::new("p/m".into());
+        state.general(started, &|_| {}).unwrap();
+        state.hot(data, &|_| {})
+    };
+    assert_eq!(
+        [plain, r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta"}}"#].map(took),
+        [true, false]
+    );
+}

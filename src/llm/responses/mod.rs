@@ -6,6 +6,8 @@
 //! Owns this wire format. HTTP, errors and retries belong to `transport`. Every event or item type it does not
 //! know is skipped, never an error (PROVIDERS.md §3).
 
+mod hot;
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -224,6 +226,13 @@ impl StreamState {
         }
     }
 
+    fn answer(&mut self, text: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
+        if !text.is_empty() {
+            self.text.push_str(text);
+            on_delta(Delta::Text(text.to_string()));
+        }
+    }
+
     fn thought(&mut self, text: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) {
         if !text.is_empty() {
             self.thinking.push_str(text);
@@ -240,6 +249,26 @@ impl StreamState {
 
     /// Take one event's data.
     fn data(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
+        if self.hot(data, on_delta) {
+            return Ok(());
+        }
+        self.general(data, on_delta)
+    }
+
+    /// The common delta events, read in place (`hot`): true when taken, false for the general way.
+    fn hot(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> bool {
+        if let Some(delta) = hot::TextDelta::parse(data) {
+            match delta {
+                hot::TextDelta::Answer(text) => self.answer(&text, on_delta),
+                hot::TextDelta::Thought(text) => self.thought(&text, on_delta),
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Any event, as a JSON value.
+    fn general(&mut self, data: &str, on_delta: &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt> {
         let event: Value = serde_json::from_str(data).map_err(|e| {
             Attempt::Fatal(LlmError::Protocol(format!("undecodable stream event ({e}): {data}")))
         })?;
@@ -249,13 +278,7 @@ impl StreamState {
         match event.get("type").and_then(Value::as_str).unwrap_or_default() {
             "response.output_item.added" => self.item_added(index, event.get("item").unwrap_or(&Value::Null)),
             "response.output_item.done" => self.item_done(index, event.get("item").unwrap_or(&Value::Null)),
-            "response.output_text.delta" => {
-                let delta = text("delta");
-                if !delta.is_empty() {
-                    self.text.push_str(delta);
-                    on_delta(Delta::Text(delta.to_string()));
-                }
-            }
+            "response.output_text.delta" => self.answer(text("delta"), on_delta),
             "response.refusal.delta" => self.refusal.push_str(text("delta")),
             "response.function_call_arguments.delta" => {
                 self.argument_bytes += text("delta").len() as u64;

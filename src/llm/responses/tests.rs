@@ -196,3 +196,75 @@ fn a_tool_result_with_text_and_an_image_is_an_output_list() {
         ]})]
     );
 }
+
+/// `events` through `data` (the common deltas read in place) and through the general JSON way only: what each
+/// way ends with and relays, as text.
+fn both_ways(events: &[String]) -> [(String, String); 2] {
+    let mut results = Vec::new();
+    for general_only in [false, true] {
+        let mut state = StreamState::new("p/m".into());
+        let deltas = std::sync::Mutex::new(Vec::new());
+        let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
+        let mut outcome = Ok(());
+        for data in events {
+            outcome = match general_only {
+                false => state.data(data, &on_delta),
+                true => general_way(&mut state, data, &on_delta),
+            };
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let end = outcome.and_then(|()| state.end());
+        results.push((format!("{end:?}"), format!("{:?}", deltas.into_inner().unwrap())));
+    }
+    [results.remove(0), results.remove(0)]
+}
+
+fn strings(events: &[&str]) -> Vec<String> {
+    events.iter().map(|e| e.to_string()).collect()
+}
+
+/// The general way of `data`: every event as a JSON value.
+fn general_way(
+    state: &mut StreamState,
+    data: &str,
+    on_delta: &(dyn Fn(Delta) + Send + Sync),
+) -> Result<(), Attempt> {
+    state.general(data, on_delta)
+}
+
+#[test]
+fn events_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
+    let plain = r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":0,"content_index":0,"delta":"tok "}"#;
+    let hand = strings(&[
+        r#"{"type":"response.created","response":{"id":"r","status":"in_progress"}}"#,
+        r#"{"type":"response.reasoning_summary_part.added","item_id":"rs","output_index":0,"summary_index":0}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","delta":"plan"}"#,
+        r#"{"type":"response.reasoning_summary_part.added","item_id":"rs","output_index":0,"summary_index":1}"#,
+        r#"{"type":"response.reasoning_text.delta","delta":"more"}"#,
+        plain,
+        r#"{"type":"response.output_text.delta","delta":"a\"b\u00e9"}"#,
+        r#"{"type":"response.output_text.delta","delta":null}"#,
+        r#"{"type":"response.output_text.delta","delta":{"x":1}}"#,
+        r#"{"type":"response.output_text.delta","type":"response.refusal.delta","delta":"no"}"#,
+        r#"{"delta":"typeless"}"#,
+        r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":10,"output_tokens":3}}}"#,
+    ]);
+    let mut streams = vec![hand];
+    for name in [
+        "responses_answer.sse",
+        "responses_reasoning_call.sse",
+        "responses_failed_context.sse",
+        "responses_rate_limit.sse",
+    ] {
+        streams.push(crate::llm::transport::event_data(&fixture(name)));
+    }
+    streams.push(strings(&[plain, "{"]));
+    for events in &streams {
+        let [fast, general] = both_ways(events);
+        assert_eq!(fast, general, "{events:?}");
+    }
+    let took = |data: &str| StreamState::new("p/m".into()).hot(data, &|_| {});
+    assert_eq!([plain, r#"{"type":"response.output_text.delta","delta":7}"#].map(took), [true, false]);
+}

@@ -589,6 +589,15 @@ where
     }
 }
 
+/// The data of every event of a recorded stream, in order.
+#[cfg(test)]
+pub fn event_data(stream: &str) -> Vec<String> {
+    let mut sse = sse::Decoder::default();
+    let mut events = sse.push(stream.as_bytes()).unwrap_or_default();
+    events.extend(sse.finish());
+    events.into_iter().map(|event| event.data).collect()
+}
+
 /// Feed a recorded stream to `decoder` as the transport would; the response and every delta relayed.
 #[cfg(test)]
 pub fn replay<D: Decode>(mut decoder: D, stream: &str) -> (Result<Response, Attempt>, Vec<Delta>) {

@@ -20,7 +20,8 @@ pub struct TooLarge(pub usize);
 pub struct Decoder {
     buffer: Vec<u8>,
     event: Option<String>,
-    data: Vec<String>,
+    /// The event's `data:` lines so far, joined by `\n` (`None` before the first: an empty `data:` line counts).
+    data: Option<String>,
     data_len: usize,
     max_event_bytes: usize,
     /// Something other than comments and blank lines arrived since [`Decoder::take_activity`].
@@ -35,14 +36,7 @@ impl Default for Decoder {
 
 impl Decoder {
     pub fn new(max_event_bytes: usize) -> Self {
-        Self {
-            buffer: Vec::new(),
-            event: None,
-            data: Vec::new(),
-            data_len: 0,
-            max_event_bytes,
-            active: false,
-        }
+        Self { buffer: Vec::new(), event: None, data: None, data_len: 0, max_event_bytes, active: false }
     }
 
     /// Did anything but comments (keep-alives) and blank lines arrive since the last call? A line still being
@@ -57,15 +51,26 @@ impl Decoder {
         self.buffer.extend_from_slice(chunk);
         let mut events = Vec::new();
         let mut start = 0;
-        while let Some(pos) = self.buffer[start..].iter().position(|&b| b == b'\n') {
+        let buffer = std::mem::take(&mut self.buffer);
+        while let Some(pos) = memchr::memchr(b'\n', &buffer[start..]) {
             let end = start + pos;
-            let line = self.buffer[start..end].strip_suffix(b"\r").unwrap_or(&self.buffer[start..end]);
-            let line = String::from_utf8_lossy(line).into_owned();
+            let line = buffer[start..end].strip_suffix(b"\r").unwrap_or(&buffer[start..end]);
             start = end + 1;
-            if let Some(event) = self.line(&line)? {
-                events.push(event);
+            // Valid UTF-8 (every real stream) is read in place; anything else with replacement characters.
+            let event = match std::str::from_utf8(line) {
+                Ok(line) => self.line(line),
+                Err(_) => self.line(&String::from_utf8_lossy(line)),
+            };
+            match event {
+                Ok(Some(event)) => events.push(event),
+                Ok(None) => {}
+                Err(e) => {
+                    self.buffer = buffer;
+                    return Err(e);
+                }
             }
         }
+        self.buffer = buffer;
         self.buffer.drain(..start);
         if self.buffer.len() + self.data_len > self.max_event_bytes {
             return Err(TooLarge(self.max_event_bytes));
@@ -101,7 +106,13 @@ impl Decoder {
                 if self.data_len > self.max_event_bytes {
                     return Err(TooLarge(self.max_event_bytes));
                 }
-                self.data.push(value.to_string());
+                match &mut self.data {
+                    Some(data) => {
+                        data.push('\n');
+                        data.push_str(value);
+                    }
+                    None => self.data = Some(value.to_string()),
+                }
             }
             "event" => self.event = Some(value.to_string()),
             _ => {}
@@ -111,10 +122,7 @@ impl Decoder {
 
     fn dispatch(&mut self) -> Option<Event> {
         let event = self.event.take();
-        if self.data.is_empty() {
-            return None;
-        }
-        let data = std::mem::take(&mut self.data).join("\n");
+        let data = self.data.take()?;
         self.data_len = 0;
         Some(Event { event, data })
     }

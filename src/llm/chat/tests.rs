@@ -366,30 +366,6 @@ fn a_tool_result_with_text_and_an_image_keeps_the_text_and_attaches_the_image_af
     );
 }
 
-/// `events` through `data` (the common deltas read in place) and through the general JSON way only: what each
-/// way ends with and relays, as text.
-fn both_ways(events: &[String]) -> [(String, String); 2] {
-    let mut results = Vec::new();
-    for general_only in [false, true] {
-        let mut state = StreamState::new("p/m".into());
-        let deltas = std::sync::Mutex::new(Vec::new());
-        let on_delta = |d: Delta| deltas.lock().unwrap().push(d);
-        let mut outcome = Ok(());
-        for data in events {
-            outcome = match general_only {
-                false => state.data(data, &on_delta),
-                true => general_way(&mut state, data, &on_delta),
-            };
-            if outcome.is_err() {
-                break;
-            }
-        }
-        let end = outcome.and_then(|()| state.end());
-        results.push((format!("{end:?}"), format!("{:?}", deltas.into_inner().unwrap())));
-    }
-    [results.remove(0), results.remove(0)]
-}
-
 fn strings(events: &[&str]) -> Vec<String> {
     events.iter().map(|e| e.to_string()).collect()
 }
@@ -448,7 +424,11 @@ fn chunks_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
         streams.push(strings(&[plain, errors]));
     }
     for events in &streams {
-        let [fast, general] = both_ways(events);
+        let [fast, general] = crate::llm::transport::both_ways(
+            || StreamState::new("p/m".into()),
+            [StreamState::data, general_way],
+            events,
+        );
         assert_eq!(fast, general, "{events:?}");
     }
     let took = |data: &str| StreamState::new("p/m".into()).hot(data, &|_| {});

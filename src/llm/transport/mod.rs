@@ -598,6 +598,27 @@ pub fn event_data(stream: &str) -> Vec<String> {
     events.into_iter().map(|event| event.data).collect()
 }
 
+/// A way of taking one event's data: a decoder's own (`data`, fast paths first) or its general way alone.
+#[cfg(test)]
+pub type Way<D> = fn(&mut D, &str, &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt>;
+
+/// `events` through each of two ways into a new decoder: what each ends with and relays, as text.
+#[cfg(test)]
+pub fn both_ways<D: Decode>(
+    new: impl Fn() -> D,
+    ways: [Way<D>; 2],
+    events: &[String],
+) -> [(String, String); 2] {
+    ways.map(|way| {
+        let mut decoder = new();
+        let deltas = std::sync::Mutex::new(Vec::new());
+        let on_delta = |d: Delta| deltas.lock().unwrap_or_else(|p| p.into_inner()).push(d);
+        let outcome = events.iter().try_for_each(|data| way(&mut decoder, data, &on_delta));
+        let end = outcome.and_then(|()| decoder.end());
+        (format!("{end:?}"), format!("{:?}", deltas.into_inner().unwrap_or_else(|p| p.into_inner())))
+    })
+}
+
 /// Feed a recorded stream to `decoder` as the transport would; the response and every delta relayed.
 #[cfg(test)]
 pub fn replay<D: Decode>(mut decoder: D, stream: &str) -> (Result<Response, Attempt>, Vec<Delta>) {

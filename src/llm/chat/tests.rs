@@ -366,10 +366,6 @@ fn a_tool_result_with_text_and_an_image_keeps_the_text_and_attaches_the_image_af
     );
 }
 
-fn strings(events: &[&str]) -> Vec<String> {
-    events.iter().map(|e| e.to_string()).collect()
-}
-
 /// The general way of `data`: `[DONE]`, then every chunk as a JSON value.
 fn general_way(
     state: &mut StreamState,
@@ -387,7 +383,7 @@ fn general_way(
 fn chunks_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
     let plain =
         r#"{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"tok "}}]}"#;
-    let hand = strings(&[
+    let hand = crate::llm::transport::owned(&[
         r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
         plain,
         r#"{"choices":[{"delta":{"content":"a\"b\n\u00e9 \ud83d\ude00"}}]}"#,
@@ -421,16 +417,13 @@ fn chunks_read_in_place_end_and_relay_exactly_as_the_general_way_reads_them() {
     for errors in
         [r#"{"choices":[{"delta":{"content":"x"}}],"error":null}"#, r#"{"error":{"code":429}}"#, "{"]
     {
-        streams.push(strings(&[plain, errors]));
+        streams.push(crate::llm::transport::owned(&[plain, errors]));
     }
-    for events in &streams {
-        let [fast, general] = crate::llm::transport::both_ways(
-            || StreamState::new("p/m".into()),
-            [StreamState::data, general_way],
-            events,
-        );
-        assert_eq!(fast, general, "{events:?}");
-    }
+    crate::llm::transport::assert_ways_agree(
+        || StreamState::new("p/m".into()),
+        [StreamState::data, general_way],
+        &streams,
+    );
     let took = |data: &str| StreamState::new("p/m".into()).hot(data, &|_| {});
     assert_eq!(
         [plain, r#"{"choices":[{"delta":{"content":5}}]}"#, r#"{"choices":[],"error":null}"#].map(took),

@@ -602,13 +602,24 @@ pub fn event_data(stream: &str) -> Vec<String> {
 #[cfg(test)]
 pub type Way<D> = fn(&mut D, &str, &(dyn Fn(Delta) + Send + Sync)) -> Result<(), Attempt>;
 
+/// Each stream of event data through both ways into new decoders: they must end and relay the same.
+#[cfg(test)]
+pub fn assert_ways_agree<D: Decode>(new: impl Fn() -> D, ways: [Way<D>; 2], streams: &[Vec<String>]) {
+    for events in streams {
+        let [first, second] = both_ways(&new, ways, events);
+        assert_eq!(first, second, "{events:?}");
+    }
+}
+
+/// Owned copies of event data written inline.
+#[cfg(test)]
+pub fn owned(events: &[&str]) -> Vec<String> {
+    events.iter().map(|e| e.to_string()).collect()
+}
+
 /// `events` through each of two ways into a new decoder: what each ends with and relays, as text.
 #[cfg(test)]
-pub fn both_ways<D: Decode>(
-    new: impl Fn() -> D,
-    ways: [Way<D>; 2],
-    events: &[String],
-) -> [(String, String); 2] {
+fn both_ways<D: Decode>(new: impl Fn() -> D, ways: [Way<D>; 2], events: &[String]) -> [(String, String); 2] {
     ways.map(|way| {
         let mut decoder = new();
         let deltas = std::sync::Mutex::new(Vec::new());

@@ -13,9 +13,9 @@ if [ "${1:-}" != "--skip-build" ]; then
   cargo build --release --locked --quiet
 fi
 binary="${TINYCODE_BIN:-$PWD/target/release/tinycode}"
-# Measure a copy, as installers leave it: a binary fresh from the linker sits in the page cache in small pieces,
-# and the kernel maps it with less around each fault than one written in one go (peak RSS at `session/new`
-# 4.3 MB against 8.5 MB for the same build; benches/README.md, sixth pass).
+# Measure a copy, as installers leave it, not the linker's output: how a binary's pages entered the page cache
+# changes how much the kernel maps around each fault (peak RSS at `session/new` 4.3-8.5 MB for one build;
+# benches/README.md, sixth pass).
 installed="$(mktemp -d)"
 trap 'rm -rf "$installed"' EXIT
 cp "$binary" "$installed/tinycode"

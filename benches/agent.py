@@ -25,8 +25,10 @@ import threading
 import time
 import urllib.request
 
+import artefacts
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+BINARY = artefacts.built()
 # Added to the agent's environment (benches/memory.py sets an allocator with it).
 EXTRA_ENV = {}
 

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" != "--skip-build" ]; then
   cargo build --release --locked --quiet
 fi
-binary="${TINYCODE_BIN:-$PWD/target/release/tinycode}"
+binary="${TINYCODE_BIN:-$PWD/target/$(rustc -vV | sed -n 's/^host: //p')/release/tinycode}"
 # Measure a copy, as installers leave it, not the linker's output: how a binary's pages entered the page cache
 # changes how much the kernel maps around each fault (peak RSS at `session/new` 4.3-8.5 MB for one build;
 # benches/README.md, sixth pass).

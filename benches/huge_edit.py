@@ -16,8 +16,9 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+import artefacts
+
+BINARY = artefacts.built()
 TICK = os.sysconf("SC_CLK_TCK")
 LINE = "let value = compute_something_expensive(alpha, beta, gamma); // padding padding padding\n"
 

@@ -13,7 +13,7 @@ requests come first, in the order they first run (valgrind's lackey traces a sta
 one after the other then shares its windows. The rest follows in the order the binary had them. The symbols must be the release build's own: any change to the profile (even `strip`) changes the hashes in
 every name, so only the final link is redone with its symbols kept, and the ordinary build relinks afterwards:
 
-    cargo rustc --release --locked --bin tinycode -- -C strip=none && cp target/release/tinycode /tmp/tc-symbols
+    cargo rustc --release --locked --bin tinycode -- -C strip=none && cp target/x86_64-unknown-linux-gnu/release/tinycode /tmp/tc-symbols
     python3 benches/link_order.py --binary /tmp/tc-symbols && cargo build --release --locked
 
 Symbol names carry each crate's disambiguator, a hash of its version, features, profile and dependencies (and

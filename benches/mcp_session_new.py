@@ -4,7 +4,8 @@ binary's stdin/stdout (no SDK in between). The servers start in the background: 
 Target: at most 2 ms median, the same as without servers.
 
     cargo build --release --features mcp-fixture --bins && python3 benches/mcp_session_new.py [--runs 60]
-    python3 benches/mcp_session_new.py --binary target/debug/tinycode --fixture target/debug/tinycode-mcp-fixture
+    python3 benches/mcp_session_new.py --binary target/<host triple>/debug/tinycode \
+        --fixture target/<host triple>/debug/tinycode-mcp-fixture
 
 Three kinds of session are interleaved in one agent process: none, three servers declared by the editor in
 `mcpServers`, three servers in the user's configuration (`[mcp.NAME]`). After each session with servers the client
@@ -21,7 +22,8 @@ import subprocess
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import artefacts
+
 
 
 class Agent:
@@ -116,8 +118,8 @@ def summary(name, values):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=60)
-    parser.add_argument("--binary", default=os.path.join(ROOT, "target", "release", "tinycode"))
-    parser.add_argument("--fixture", default=os.path.join(ROOT, "target", "release", "tinycode-mcp-fixture"))
+    parser.add_argument("--binary", default=artefacts.built())
+    parser.add_argument("--fixture", default=artefacts.built("tinycode-mcp-fixture"))
     args = parser.parse_args()
     args.binary, args.fixture = os.path.abspath(args.binary), os.path.abspath(args.fixture)
     for path in (args.binary, args.fixture):

@@ -18,8 +18,9 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+import artefacts
+
+BINARY = artefacts.built()
 TICK = os.sysconf("SC_CLK_TCK")
 
 

@@ -14,8 +14,9 @@ import subprocess
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BINARY = os.path.join(ROOT, "target", "release", "tinycode")
+import artefacts
+
+BINARY = artefacts.built()
 
 
 def one_run(workdir):

@@ -59,9 +59,10 @@ why_not() {
 built=()
 skipped=()
 
-# Where cargo puts the binary for `$1`: the host's is the ordinary release build, so an existing one is reused.
+# Where cargo puts the binary for `$1` (every build names its target: .cargo/config.toml); the host's is the
+# ordinary release build, so an existing one is reused.
 binary_of() {
-  if [ "$1" = "$host" ]; then echo "$target_dir/release/tinycode"; else echo "$target_dir/$1/release/tinycode"; fi
+  echo "$target_dir/$1/release/tinycode"
 }
 for target in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
   reason="$(why_not "$target")"

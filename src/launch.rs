@@ -1,5 +1,6 @@
-//! What the `tinycode` process does from `main` to its exit code: the allocator's settings, logging, the command
-//! line (`cli`, clap) and one function per subcommand. Help and version go to stdout, usage errors to stderr with
+//! What the `tinycode` process does from `main` to its exit code: on Unix the part of Rust's runtime start it
+//! needs ([`start`]: the binary has its own C `main`), the allocator's settings, logging, the command line (`cli`,
+//! clap) and one function per subcommand. Help and version go to stdout, usage errors to stderr with
 //! exit code 2; `--help` lists the exit codes. Logs go to stderr (filtered by `RUST_LOG`) or to
 //! `TINYCODE_LOG_FILE`; in `acp`, stdout belongs to ACP.
 //!
@@ -12,7 +13,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use clap::Parser;
 
@@ -66,11 +66,43 @@ fn tune_allocator() {
     }
 }
 
-/// The whole process: `src/main.rs` calls this and nothing else.
-pub fn main() -> ExitCode {
+/// The process on Unix, from the C runtime's `main` (`src/main.rs`) to its exit: what Rust's runtime start does
+/// that this process needs, then [`main`]. SIGPIPE is ignored (a write to a closed pipe is an error to handle, not
+/// death; std still restores the default in every child it spawns), a closed standard stream is opened on
+/// `/dev/null` (else the next file opened would take its number), a panic out of `main` exits with 101 after the
+/// panic hook has run, and the exit flushes stdout. Left out, on purpose: the stack-overflow handler (an overflow
+/// still ends the process, by SIGSEGV instead of a message) and the main thread's name in panic messages.
+#[cfg(unix)]
+pub fn start() -> std::ffi::c_int {
+    open_standard_streams();
+    // SAFETY: changes this process's disposition of one signal; no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let code = std::panic::catch_unwind(main).unwrap_or(101);
+    std::process::exit(i32::from(code))
+}
+
+/// Open `/dev/null` on each of stdin, stdout and stderr that is closed, as Rust's runtime start does.
+#[cfg(unix)]
+fn open_standard_streams() {
+    let mut streams = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: three valid `pollfd`s for the duration of the call, and a zero timeout.
+    if unsafe { libc::poll(streams.as_mut_ptr(), 3, 0) } < 0 {
+        return;
+    }
+    for stream in streams.iter().filter(|s| s.revents & libc::POLLNVAL != 0) {
+        // SAFETY: a constant NUL-terminated path; the lowest free descriptor, this one, is the one opened.
+        let opened = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        if opened != stream.fd {
+            std::process::abort();
+        }
+    }
+}
+
+/// The whole process and its exit code, on every platform.
+pub fn main() -> u8 {
     // The hidden supervisor mode every command runs under; it needs no runtime and must start fast.
     if let Some(code) = crate::shell::supervisor::run_if_requested() {
-        return ExitCode::from(code);
+        return code;
     }
     tune_allocator();
     // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
@@ -84,13 +116,14 @@ pub fn main() -> ExitCode {
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
-        Err(e) => return fail(Exit::Failed, &format!("cannot start the runtime: {e}")).into(),
+        Err(e) => return fail(Exit::Failed, &format!("cannot start the runtime: {e}")) as u8,
     };
     crate::shell::process::kill_children_on_panic();
-    let exit = runtime.block_on(dispatch(cli, stdio));
+    // Boxed: every command's future is in it, and on the stack it would be this frame's 24 KB.
+    let exit = runtime.block_on(Box::pin(dispatch(cli, stdio)));
     // Nothing this process started may outlive it.
     crate::shell::process::kill_every_descendant();
-    exit.into()
+    exit as u8
 }
 
 /// The command line. `tinycode acp` alone, the command editors run, is recognised without building the whole

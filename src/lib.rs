@@ -17,7 +17,7 @@
 //! | module       | owns |
 //! |--------------|------|
 //! | `acp`        | the only module that speaks ACP: the stdio transport (bounded lines, answers to unreadable ones, the early answers to `initialize` and the first `session/new`), params checked against the schema's types, handlers, sign-in (`authMethods`, `authenticate`), conversions, the seams' implementations, headless mode, the WebSocket transport (`serve`) |
-//! | `launch`     | the process from `main` to its exit code: allocator settings, logging, the command line's dispatch to one function per subcommand (`src/main.rs` only calls it) |
+//! | `launch`     | the process from `main` to its exit code: what Rust's runtime start did (the binary has its own C `main`), allocator settings, logging, the command line's dispatch to one function per subcommand (`src/main.rs` only calls it) |
 //! | `cli`        | the command line (clap): arguments, help, exit codes, and the commands that read the store without an agent (`sessions`, `export`) |
 //! | `session`    | session lifetime (a new session decided before it is built, create, load, resume, list, close, delete), turn scheduling (the queue, steering) and cancellation, checkpoints and undo, scheduled jobs' turns, settings (mode, model, reasoning), the model catalogue, when to ask for project trust, subagents (child sessions of `task`, agent definitions, the relay that shows a child through its parent), slash commands (built-ins, custom commands, skills, MCP prompts) and what the session advertises; the seams the editor must provide |
 //! | `agent`      | the turn loop, history invariant, compaction, the journal (what is stored, rebuilt and replayed), system prompt and instruction files, agent events |

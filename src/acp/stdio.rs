@@ -9,7 +9,7 @@
 //! Owns the process's stdin and stdout. Nothing else may write to stdout.
 
 use std::future::Future;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
@@ -129,37 +129,36 @@ impl Incoming {
     fn start(early: Option<(Arc<Handover>, Sources)>) -> io::Result<Self> {
         let (tx, rx) = mpsc::channel(INCOMING_CHUNKS);
         let mut early = early.map(|(handover, sources)| FirstLines::new(handover, sources));
+        // Reads land in a buffer that is not zeroed first: only the pages a read fills are ever touched.
+        let mut stdin = io::BufReader::with_capacity(CHUNK, io::stdin());
         let mut pending = Vec::new();
         if let Some(first_lines) = early.as_mut()
             && readable_now()
+            && let Ok(first) = stdin.fill_buf()
         {
-            let mut first = vec![0u8; CHUNK];
-            if let Ok(n) = io::stdin().lock().read(&mut first) {
-                first.truncate(n);
-                if !first_lines.read(&first, write_early) {
-                    early = None;
-                }
-                pending = first;
+            pending = first.to_vec();
+            stdin.consume(pending.len());
+            if !first_lines.read(&pending, write_early) {
+                early = None;
             }
         }
         std::thread::Builder::new().name("tinycode-stdin".into()).spawn(move || {
-            let mut stdin = io::stdin().lock();
-            let mut buf = vec![0u8; CHUNK];
             loop {
-                let read = match stdin.read(&mut buf) {
+                let read = match stdin.fill_buf() {
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    other => other,
+                    other => other.map(<[u8]>::to_vec),
                 };
-                if let (Some(first_lines), Ok(n)) = (early.as_mut(), &read)
-                    && !first_lines.read(&buf[..*n], write_early)
+                stdin.consume(read.as_ref().map_or(0, Vec::len));
+                if let (Some(first_lines), Ok(chunk)) = (early.as_mut(), &read)
+                    && !first_lines.read(chunk, write_early)
                 {
                     early = None;
                 }
-                let end = matches!(read, Ok(0) | Err(_));
+                let end = read.as_ref().is_ok_and(Vec::is_empty) || read.is_err();
                 if end && let Some(first_lines) = early.take() {
                     first_lines.finish();
                 }
-                if tx.blocking_send(read.map(|n| buf[..n].to_vec())).is_err() || end {
+                if tx.blocking_send(read).is_err() || end {
                     return;
                 }
             }

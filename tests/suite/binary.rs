@@ -368,6 +368,55 @@ async fn the_agent_exits_cleanly_when_the_editor_closes_stdout_before_stdin() {
     assert!(status.success(), "{status:?}; stderr:\n{}", Raw::logs());
 }
 
+/// The binary brings its own C `main` (no Rust runtime start), so what that start did for the standard streams
+/// is its own job: a stream the editor left closed must not become the next file the agent opens.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_closed_stderr_is_reopened_on_dev_null_before_the_agent_opens_any_file() {
+    let env = Env::new();
+    let model = FakeModel::start(vec![]).await;
+    let mut command = env.command(&model, &["acp"]);
+    command.stderr(Stdio::null());
+    // SAFETY: only `close`, async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        })
+    };
+    let mut raw = Raw::spawn(command);
+    raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#).await;
+    assert_eq!(raw.recv().await["id"], 1);
+    let cwd = env.cwd();
+    let new = json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd": cwd,"mcpServers":[]}});
+    raw.send(&new.to_string()).await;
+    assert!(raw.recv().await["result"]["sessionId"].as_str().unwrap().starts_with("sess_"));
+    let pid = raw.child.id().unwrap();
+    let stderr = std::fs::read_link(format!("/proc/{pid}/fd/2"));
+    assert_eq!(stderr.ok(), Some(std::path::PathBuf::from("/dev/null")));
+    drop(raw.stdin);
+    assert!(wait_exit(&mut raw.child).await.success());
+}
+
+/// Built with `crt-static` (.cargo/config.toml, x86_64 Linux), as this test is, the binary must need no dynamic
+/// loader at all: a static link that still names an interpreter crashes at its first instruction.
+#[cfg(all(target_os = "linux", target_feature = "crt-static"))]
+#[test]
+fn the_binary_is_linked_statically_and_names_no_interpreter() {
+    let binary = std::env::var_os("TINYCODE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_tinycode").into());
+    let elf = std::fs::read(binary).unwrap();
+    assert_eq!(&elf[..4], b"\x7fELF");
+    let at = |offset: usize, width: usize| {
+        elf[offset..offset + width].iter().rev().fold(0usize, |value, &byte| value << 8 | usize::from(byte))
+    };
+    let (table, entry_size, entries) = (at(0x20, 8), at(0x36, 2), at(0x38, 2));
+    let kinds: Vec<usize> = (0..entries).map(|i| at(table + i * entry_size, 4)).collect();
+    const PT_DYNAMIC: usize = 2;
+    const PT_INTERP: usize = 3;
+    assert!(!kinds.contains(&PT_INTERP), "program header types: {kinds:?}");
+    assert!(!kinds.contains(&PT_DYNAMIC), "program header types: {kinds:?}");
+}
+
 #[tokio::test]
 async fn stdout_carries_only_json_rpc_even_with_verbose_logging() {
     let env = Env::new();

@@ -160,7 +160,8 @@ impl Process {
     }
 
     /// Finish a server whose stdin has just been closed: wait for it, then SIGTERM, then SIGKILL, all within
-    /// about two seconds; then kill whatever is left of its group. Returns how the leader ended.
+    /// about two seconds; then kill whatever is left of its group and wait (at most [`KILL_GRACE`]) until it is
+    /// gone. Returns how the leader ended.
     pub async fn finish(&self) -> String {
         if !self.exits_within(EOF_GRACE).await {
             signal_group(self.group.pgid, libc::SIGTERM);
@@ -170,6 +171,10 @@ impl Process {
             }
         }
         self.group.kill();
+        // Closed means gone: the group's other processes (its children) may still be on their way out.
+        if !self.group.gone(KILL_GRACE).await {
+            tracing::warn!(pid = self.pid, "processes of an MCP server's group outlived SIGKILL");
+        }
         self.exited().unwrap_or_else(|| "did not exit".into())
     }
 }

@@ -155,6 +155,21 @@ impl Group {
         signal_group(self.pgid, libc::SIGKILL);
     }
 
+    /// Wait up to `within` until no process of the group is alive any more (a killed process still runs until
+    /// the kernel has scheduled its exit). Returns whether none is.
+    pub async fn gone(&self, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if tree::live_members(self.pgid).is_empty() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
     /// A polite signal, up to `grace` to take effect, then [`Group::kill`]. Returns true if killing was needed.
     pub async fn terminate(&self, grace: Duration) -> bool {
         self.signal(libc::SIGTERM);

@@ -58,6 +58,23 @@ fn parents() -> Vec<(i32, i32)> {
         .collect()
 }
 
+/// The processes of group `pgid` that are still alive (neither gone nor zombies).
+#[cfg(target_os = "linux")]
+pub fn live_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|pid| group(*pid) == Some(pgid) && alive(*pid))
+        .collect()
+}
+
+/// Without `/proc`, no member can be found.
+#[cfg(not(target_os = "linux"))]
+pub fn live_members(_pgid: i32) -> Vec<i32> {
+    Vec::new()
+}
+
 /// Every process below `root` (not `root` itself), parents before their children.
 #[cfg(target_os = "linux")]
 pub fn descendants(root: i32) -> Vec<i32> {

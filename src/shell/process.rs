@@ -160,7 +160,11 @@ impl Group {
     pub async fn gone(&self, within: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            if tree::live_members(self.pgid).is_empty() {
+            // Reading /proc is file I/O: off the runtime's threads.
+            let pgid = self.pgid;
+            let live =
+                tokio::task::spawn_blocking(move || tree::live_members(pgid)).await.unwrap_or_default();
+            if live.is_empty() {
                 return true;
             }
             if tokio::time::Instant::now() >= deadline {

@@ -1,5 +1,6 @@
 //! The hard budget of the fuzzy strategies: a cap on the work (dynamic-programme cells) each expensive strategy
-//! may spend, and the cancellation check made between windows and every few dozen rows of a distance. When
+//! may spend, and the cancellation check made between windows, every few dozen columns of a distance and every
+//! few hundred lines of the linear strategies. When
 //! either runs out the strategy stops and keeps the best candidate it has, so a miss on a huge file answers in
 //! bounded time and a cancelled turn frees its core within milliseconds.
 //!
@@ -7,9 +8,13 @@
 
 use std::cell::Cell;
 
-/// Cells one expensive strategy (relaxed block anchor, multi-occurrence, did-you-mean) may compute: about
-/// 10 ms of distance work each, so a whole miss stays well inside 50 ms.
+/// Cells one expensive strategy (relaxed block anchor, multi-occurrence, did-you-mean) may compute. The
+/// bit-parallel distance computes 64 cells per word step, so this is ~190k steps, 1–3 ms of work; a whole miss
+/// that runs into every cap stays well inside 50 ms (benches/edit.rs).
 pub const CELLS_PER_STRATEGY: u64 = 12_000_000;
+
+/// Lines a linear strategy walks between two cancellation checks (a few microseconds of work).
+pub const LINES_PER_CANCEL_CHECK: usize = 256;
 
 /// The budget of one cascade run.
 pub struct Budget<'a> {
@@ -40,6 +45,12 @@ impl<'a> Budget<'a> {
 
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.is_some_and(|cancelled| cancelled())
+    }
+
+    /// For the linear strategies' loops: has the turn been cancelled, asked at every
+    /// [`LINES_PER_CANCEL_CHECK`]th line `i` only.
+    pub fn cancelled_at(&self, i: usize) -> bool {
+        i.is_multiple_of(LINES_PER_CANCEL_CHECK) && self.is_cancelled()
     }
 
     /// Did any strategy stop early (budget spent or cancelled)?

@@ -6,7 +6,7 @@
 //! Owns text transformation only; no I/O.
 
 use super::budget::Budget;
-use super::levenshtein::distance_metered;
+use super::levenshtein::Pattern;
 use super::replacers::Strategy;
 
 const BOM: char = '\u{feff}';
@@ -200,15 +200,18 @@ pub fn did_you_mean(content: &str, old: &str) -> Option<String> {
 /// similarity of at least 0.5; each line's distance is banded by the best similarity so far.
 fn did_you_mean_within(content: &str, old: &str, budget: &Budget) -> Option<String> {
     let wanted: Vec<char> = old.lines().map(str::trim).find(|l| !l.is_empty())?.chars().collect();
+    let pattern = Pattern::new(&wanted);
     let meter = budget.meter();
     let mut best: Option<(usize, f64)> = None;
-    for (i, line) in content.split('\n').enumerate() {
-        let line: Vec<char> = line.trim().chars().collect();
+    let mut line: Vec<char> = Vec::new();
+    for (i, text) in content.split('\n').enumerate() {
+        line.clear();
+        line.extend(text.trim().chars());
         let longest = line.len().max(wanted.len());
         let floor = best.map_or(0.5, |(_, score)| score);
         // One more than the exact limit, so rounding never drops a tie; the score decides.
         let limit = ((1.0 - floor) * longest as f64).floor() as usize + 1;
-        let Some(distance) = distance_metered(&line, &wanted, limit, &meter) else {
+        let Some(distance) = pattern.distance_metered(&line, limit, &meter) else {
             if meter.spent() {
                 break;
             }

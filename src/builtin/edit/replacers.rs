@@ -7,7 +7,7 @@
 //! closing line rather than stopping at the first one; an empty pattern yields nothing.
 
 use super::budget::{Budget, Meter};
-use super::levenshtein::distance_metered;
+use super::levenshtein::Pattern;
 
 /// One strategy, named as in the seed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,13 +74,13 @@ impl Strategy {
         }
         let mut found = match self {
             Strategy::Simple => vec![find.to_string()],
-            Strategy::LineTrimmed => line_trimmed(content, find),
+            Strategy::LineTrimmed => line_trimmed(content, find, budget),
             Strategy::BlockAnchorStrict => block_anchor(content, find, BLOCK_ANCHOR_STRICT, budget),
-            Strategy::WhitespaceNormalized => whitespace_normalized(content, find),
-            Strategy::IndentationFlexible => indentation_flexible(content, find),
-            Strategy::EscapeNormalized => escape_normalized(content, find),
-            Strategy::TrimmedBoundary => trimmed_boundary(content, find),
-            Strategy::ContextAware => context_aware(content, find),
+            Strategy::WhitespaceNormalized => whitespace_normalized(content, find, budget),
+            Strategy::IndentationFlexible => indentation_flexible(content, find, budget),
+            Strategy::EscapeNormalized => escape_normalized(content, find, budget),
+            Strategy::TrimmedBoundary => trimmed_boundary(content, find, budget),
+            Strategy::ContextAware => context_aware(content, find, budget),
             Strategy::BlockAnchorRelaxed => block_anchor(content, find, BLOCK_ANCHOR_RELAXED, budget),
             Strategy::MultiOccurrence => multi_occurrence(content, find, budget),
         };
@@ -116,7 +116,7 @@ fn block<'a>(content: &'a str, starts: &[usize], first: usize, last: usize) -> &
     &content[starts[first]..starts[last + 1] - 1]
 }
 
-fn line_trimmed(content: &str, find: &str) -> Vec<String> {
+fn line_trimmed(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let lines: Vec<&str> = content.split('\n').collect();
     let search = search_lines(find);
     if search.len() > lines.len() {
@@ -124,6 +124,7 @@ fn line_trimmed(content: &str, find: &str) -> Vec<String> {
     }
     let starts = line_starts(&lines);
     (0..=lines.len() - search.len())
+        .take_while(|&i| !budget.cancelled_at(i))
         .filter(|&i| search.iter().enumerate().all(|(k, s)| lines[i + k].trim() == s.trim()))
         .map(|i| block(content, &starts, i, i + search.len() - 1).to_string())
         .collect()
@@ -134,14 +135,14 @@ fn line_trimmed(content: &str, find: &str) -> Vec<String> {
 const PRUNE_MARGIN: f64 = 1e-9;
 
 /// `similarity(a, b)` if a line deficit (`1 − similarity`) of at most `allowance` is possible, else `None`.
-fn similarity_within(a: &str, b: &[char], allowance: f64, meter: &Meter) -> Option<f64> {
+fn similarity_within(a: &str, b: &Pattern, allowance: f64, meter: &Meter) -> Option<f64> {
     let a: Vec<char> = a.chars().collect();
     let longest = a.len().max(b.len());
     if longest == 0 {
         return Some(1.0);
     }
     let limit = (((allowance + PRUNE_MARGIN) * longest as f64).floor().max(0.0) as usize).min(longest);
-    let distance = distance_metered(&a, b, limit, meter)?;
+    let distance = b.distance_metered(&a, limit, meter)?;
     Some(1.0 - distance as f64 / longest as f64)
 }
 
@@ -162,12 +163,15 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64, budget: &Budget)
     let interior = (search.len() - 2) as f64;
     let longest = (interior / min_similarity).floor() as usize + 2;
     let shortest = ((interior * min_similarity).ceil() as usize + 2).max(3);
-    let wanted: Vec<Vec<char>> = search.iter().map(|l| l.trim().chars().collect()).collect();
+    let wanted: Vec<Pattern> =
+        search.iter().map(|l| Pattern::new(&l.trim().chars().collect::<Vec<_>>())).collect();
     let allowed_deficit = (1.0 - min_similarity) * interior;
     let meter = budget.meter();
     let starts = line_starts(&lines);
     let mut best: Option<(f64, usize, usize)> = None;
-    for i in (0..lines.len()).filter(|&i| lines[i].trim() == first) {
+    let anchors =
+        (0..lines.len()).take_while(|&i| !budget.cancelled_at(i)).filter(|&i| lines[i].trim() == first);
+    for i in anchors {
         if !meter.charge(1) {
             break;
         }
@@ -202,7 +206,7 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64, budget: &Budget)
     best.map(|(_, i, j)| vec![block(content, &starts, i, j).to_string()]).unwrap_or_default()
 }
 
-fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
+fn whitespace_normalized(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let wanted: Vec<&str> = find.split_whitespace().collect();
     if wanted.is_empty() {
         return Vec::new();
@@ -211,14 +215,19 @@ fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
     let lines: Vec<&str> = content.split('\n').collect();
     let tokens: Vec<Vec<&str>> = lines.iter().map(|l| l.split_whitespace().collect()).collect();
     let mut found = Vec::new();
-    let pattern =
-        regex::Regex::new(&wanted.iter().map(|w| regex::escape(w)).collect::<Vec<_>>().join(r"\s+")).ok();
-    for (line, line_tokens) in lines.iter().zip(&tokens) {
+    // Compiled only for a line that holds the tokens: a long pattern's expression takes milliseconds to build.
+    let pattern = std::cell::OnceCell::new();
+    let compile =
+        || regex::Regex::new(&wanted.iter().map(|w| regex::escape(w)).collect::<Vec<_>>().join(r"\s+")).ok();
+    for (i, (line, line_tokens)) in lines.iter().zip(&tokens).enumerate() {
+        if budget.cancelled_at(i) {
+            return Vec::new();
+        }
         if *line_tokens == wanted {
             found.push(line.to_string());
         } else if line_tokens.len() > wanted.len()
             && line_tokens.join(" ").contains(&joined)
-            && let Some(m) = pattern.as_ref().and_then(|p| p.find(line))
+            && let Some(m) = pattern.get_or_init(compile).as_ref().and_then(|p| p.find(line))
         {
             found.push(m.as_str().to_string());
         }
@@ -226,6 +235,9 @@ fn whitespace_normalized(content: &str, find: &str) -> Vec<String> {
     let count = find.split('\n').count();
     if count > 1 && count <= lines.len() {
         for start in 0..=lines.len() - count {
+            if budget.cancelled_at(start) {
+                return Vec::new();
+            }
             let mut window = tokens[start..start + count].iter().flatten();
             let same = wanted.iter().all(|w| window.next() == Some(w)) && window.next().is_none();
             if same {
@@ -251,20 +263,26 @@ fn remove_indentation(text: &str) -> String {
 }
 
 /// Every window of `count` lines that `matches`, each looked at in place (a window is a slice of `content`).
-fn windows_matching(content: &str, count: usize, matches: impl Fn(&str) -> bool) -> Vec<String> {
+fn windows_matching(
+    content: &str,
+    count: usize,
+    budget: &Budget,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let lines: Vec<&str> = content.split('\n').collect();
     if count == 0 || count > lines.len() {
         return Vec::new();
     }
     let starts = line_starts(&lines);
     (0..=lines.len() - count)
+        .take_while(|&i| !budget.cancelled_at(i))
         .map(|i| block(content, &starts, i, i + count - 1))
         .filter(|text| matches(text))
         .map(str::to_string)
         .collect()
 }
 
-fn indentation_flexible(content: &str, find: &str) -> Vec<String> {
+fn indentation_flexible(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let wanted = remove_indentation(find);
     let find_lines: Vec<&str> = find.split('\n').collect();
     let lines: Vec<&str> = content.split('\n').collect();
@@ -273,6 +291,7 @@ fn indentation_flexible(content: &str, find: &str) -> Vec<String> {
     }
     // Removing a common indent never changes a line's trimmed text, so trimmed equality is a cheap filter.
     (0..=lines.len() - find_lines.len())
+        .take_while(|&i| !budget.cancelled_at(i))
         .filter(|&i| find_lines.iter().enumerate().all(|(k, f)| lines[i + k].trim() == f.trim()))
         .map(|i| lines[i..i + find_lines.len()].join("\n"))
         .filter(|block| remove_indentation(block) == wanted)
@@ -309,7 +328,7 @@ fn normalize_escapes(text: &str) -> String {
     unescape(text).replace("\r\n", "\n").replace('\t', "    ")
 }
 
-fn escape_normalized(content: &str, find: &str) -> Vec<String> {
+fn escape_normalized(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let mut found = Vec::new();
     let unescaped = unescape(find);
     if content.contains(&unescaped) {
@@ -324,9 +343,18 @@ fn escape_normalized(content: &str, find: &str) -> Vec<String> {
     }
     let starts = line_starts(&lines);
     for (i, line) in lines[..=lines.len() - wanted_lines.len()].iter().enumerate() {
+        if budget.cancelled_at(i) {
+            return Vec::new();
+        }
         // A window can only match if its first line normalises to the pattern's first line (or begins it,
-        // when the line holds an escaped newline).
-        if !normalize_escapes(line).starts_with(first) {
+        // when the line holds an escaped newline). A line without a backslash or a tab is its own
+        // normalisation (a line holds no `\n`, so no CRLF either), and is compared without a copy.
+        let starts_right = if line.contains(['\\', '\t']) {
+            normalize_escapes(line).starts_with(first)
+        } else {
+            line.starts_with(first)
+        };
+        if !starts_right {
             continue;
         }
         let block = block(content, &starts, i, i + wanted_lines.len() - 1);
@@ -337,7 +365,7 @@ fn escape_normalized(content: &str, find: &str) -> Vec<String> {
     found
 }
 
-fn trimmed_boundary(content: &str, find: &str) -> Vec<String> {
+fn trimmed_boundary(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let trimmed = find.trim();
     if trimmed == find || trimmed.is_empty() {
         return Vec::new();
@@ -346,11 +374,12 @@ fn trimmed_boundary(content: &str, find: &str) -> Vec<String> {
     if content.contains(trimmed) {
         found.push(trimmed.to_string());
     }
-    found.extend(windows_matching(content, find.split('\n').count(), |block| block.trim() == trimmed));
+    found
+        .extend(windows_matching(content, find.split('\n').count(), budget, |block| block.trim() == trimmed));
     found
 }
 
-fn context_aware(content: &str, find: &str) -> Vec<String> {
+fn context_aware(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     let search = search_lines(find);
     if search.len() < 3 {
         return Vec::new();
@@ -363,6 +392,9 @@ fn context_aware(content: &str, find: &str) -> Vec<String> {
     let (first, last) = (search[0].trim(), search[search.len() - 1].trim());
     let mut found = Vec::new();
     for i in 0..=lines.len() - search.len() {
+        if budget.cancelled_at(i) {
+            return Vec::new();
+        }
         let j = i + search.len() - 1;
         if lines[i].trim() != first || lines[j].trim() != last {
             continue;
@@ -460,6 +492,9 @@ fn multi_occurrence(content: &str, find: &str, budget: &Budget) -> Vec<String> {
     // (lower bound, start) of every window that might reach the threshold.
     let mut candidates = Vec::new();
     for i in 0..=lines.len() - n {
+        if budget.cancelled_at(i) {
+            return Vec::new();
+        }
         if i > 0 {
             histogram.remove(trimmed[i - 1]);
             histogram.add(trimmed[i + n - 1]);
@@ -472,6 +507,7 @@ fn multi_occurrence(content: &str, find: &str, budget: &Budget) -> Vec<String> {
         }
     }
     candidates.sort_unstable();
+    let pattern = Pattern::new(&wanted);
     let meter = budget.meter();
     let mut best: Option<(f64, usize)> = None;
     for (bound, i) in candidates {
@@ -487,7 +523,7 @@ fn multi_occurrence(content: &str, find: &str, budget: &Budget) -> Vec<String> {
             continue;
         }
         let text: Vec<char> = trimmed[i..i + n].join("\n").chars().collect();
-        let Some(distance) = distance_metered(&text, &wanted, limit, &meter) else {
+        let Some(distance) = pattern.distance_metered(&text, limit, &meter) else {
             if meter.spent() {
                 break;
             }
@@ -576,6 +612,42 @@ mod tests {
             vec!["say(\"hi\")\nnext"]
         );
         assert_eq!(yields(Strategy::EscapeNormalized, "\tx = 1", "    x = 1"), vec!["\tx = 1"]);
+    }
+
+    #[test]
+    fn every_strategy_stops_walking_the_file_once_the_turn_is_cancelled() {
+        let mut content = "    filler_line(1);\n".repeat(1000);
+        content.push_str("fn target() {\n    say(\"hi\");\n    body();\n}\n");
+        let finds = [
+            (Strategy::LineTrimmed, "fn target() {\nsay(\"hi\");\nbody();\n}"),
+            (Strategy::BlockAnchorStrict, "fn target() {\n    say(\"hi\");\n    body();\n}"),
+            (Strategy::WhitespaceNormalized, "fn  target()   {\n say(\"hi\");\n  body();\n}"),
+            (Strategy::IndentationFlexible, "  fn target() {\n      say(\"hi\");\n      body();\n  }"),
+            (Strategy::EscapeNormalized, "fn target() {\\n    say(\\\"hi\\\");"),
+            (Strategy::TrimmedBoundary, "\nfn target() {\n    say(\"hi\");\n"),
+            (Strategy::ContextAware, "fn target() {\n    say(\"hi\");\n    bodx();\n}"),
+            (Strategy::BlockAnchorRelaxed, "fn target() {\n    say(\"ho\");\n    body();\n}"),
+            (Strategy::MultiOccurrence, "fn target() {\n    say(\"ho\");\n    body();\n}"),
+        ];
+        for (strategy, find) in finds {
+            assert_eq!(
+                yields(strategy, &content, find).len(),
+                1,
+                "{strategy:?} finds the block when not cancelled"
+            );
+            // Not cancelled when the strategy starts, cancelled at every later check.
+            let asked = std::sync::atomic::AtomicUsize::new(0);
+            let cancelled = || asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
+            let budget = Budget::new(Some(&cancelled));
+            // Trimmed-boundary's one substring search comes before its walk over the lines.
+            let expected: Vec<String> =
+                if strategy == Strategy::TrimmedBoundary { vec![find.trim().into()] } else { Vec::new() };
+            assert_eq!(strategy.yields_within(&content, find, &budget), expected, "{strategy:?}");
+            assert!(
+                asked.load(std::sync::atomic::Ordering::Relaxed) > 1,
+                "{strategy:?} checked while walking"
+            );
+        }
     }
 
     #[test]

@@ -41,8 +41,13 @@ pub fn distance_metered(a: &[char], b: &[char], limit: usize, meter: &Meter) -> 
     Pattern::new(b).distance_metered(a, limit, meter)
 }
 
-/// Rows of the banded programme between two charges to the meter (and cancellation checks).
+/// Columns (text characters) of a programme between two charges to the meter (and cancellation checks).
 const COLUMNS_PER_CHARGE: usize = 32;
+
+/// The most words a [`Pattern`]'s table (one row of words per distinct character) may take, 4 MB: a pattern
+/// longer than a few thousand characters with thousands of distinct ones would otherwise need gigabytes, and
+/// is compared by the two-row programme instead.
+const TABLE_WORDS: usize = 512 * 1024;
 
 /// Bits in one block of the bit-parallel programme.
 const WORD: usize = 64;
@@ -59,13 +64,37 @@ pub struct Pattern {
     other: Vec<(char, u32)>,
     /// `blocks` words per distinct character, after one all-clear row.
     equal: Vec<u64>,
+    /// The characters themselves when the table would exceed [`TABLE_WORDS`] (and is left empty).
+    scalar: Option<Vec<char>>,
 }
 
 impl Pattern {
     pub fn new(chars: &[char]) -> Self {
+        Self::with_table_limit(chars, TABLE_WORDS)
+    }
+
+    fn with_table_limit(chars: &[char], table_words: usize) -> Self {
         let blocks = chars.len().div_ceil(WORD);
-        let mut pattern =
-            Pattern { len: chars.len(), blocks, ascii: [0; 128], other: Vec::new(), equal: vec![0; blocks] };
+        let mut pattern = Pattern {
+            len: chars.len(),
+            blocks,
+            ascii: [0; 128],
+            other: Vec::new(),
+            equal: Vec::new(),
+            scalar: None,
+        };
+        // At most one row per character and the all-clear one; count the distinct ones only when that could
+        // exceed the limit.
+        if (chars.len() + 1).saturating_mul(blocks) > table_words {
+            let mut distinct = chars.to_vec();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if (distinct.len() + 1).saturating_mul(blocks) > table_words {
+                pattern.scalar = Some(chars.to_vec());
+                return pattern;
+            }
+        }
+        pattern.equal = vec![0; blocks];
         for (i, &c) in chars.iter().enumerate() {
             let row = match pattern.row(c) {
                 0 => pattern.add_row(c),
@@ -121,6 +150,9 @@ impl Pattern {
             return Some(m.max(n));
         }
         let limit = limit.min(m.max(n));
+        if let Some(chars) = &self.scalar {
+            return banded_metered(text, chars, limit, meter);
+        }
         if self.blocks == 1 {
             return self.one_block(text, limit, meter);
         }
@@ -183,6 +215,39 @@ impl Pattern {
         }
         (bottom <= limit).then_some(bottom)
     }
+}
+
+/// The two-row programme in the diagonal band `|i − j| ≤ limit` (two rows of `b.len() + 1` cells, each row
+/// writing its `2·limit + 1` band cells and a sentinel on either side), charging `meter` every
+/// [`COLUMNS_PER_CHARGE`] rows and stopping as soon as a whole row exceeds the limit. For the patterns too large
+/// for a [`Pattern`] table; `a` and `b` are not empty and differ in length by at most `limit`.
+fn banded_metered(a: &[char], b: &[char], limit: usize, meter: &Meter) -> Option<usize> {
+    let far = limit + 1;
+    let band = (2 * limit + 1).min(b.len()) as u64;
+    let mut previous: Vec<usize> = (0..=b.len()).map(|j| if j <= limit { j } else { far }).collect();
+    let mut current = vec![far; b.len() + 1];
+    for i in 1..=a.len() {
+        if i % COLUMNS_PER_CHARGE == 1 && !meter.charge(band * COLUMNS_PER_CHARGE as u64) {
+            return None;
+        }
+        let (low, high) = (i.saturating_sub(limit).max(1), (i + limit).min(b.len()));
+        current[low - 1] = if low == 1 && i <= limit { i } else { far };
+        let mut best = current[low - 1];
+        for j in low..=high {
+            let substitution = previous[j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let value = substitution.min(previous[j] + 1).min(current[j - 1] + 1).min(far);
+            current[j] = value;
+            best = best.min(value);
+        }
+        if high < b.len() {
+            current[high + 1] = far;
+        }
+        if best > limit {
+            return None;
+        }
+        std::mem::swap(&mut previous, &mut current);
+    }
+    (previous[b.len()] <= limit).then_some(previous[b.len()])
 }
 
 /// One column step of one block: the vertical deltas (`positive`: +1, `negative`: −1 bits) after the step, and
@@ -308,6 +373,27 @@ mod tests {
                     "{sa:?} {sb:?} {limit}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn a_long_pattern_with_thousands_of_distinct_characters_keeps_no_table_and_gives_the_same_distances() {
+        // 12,000 characters cycling through 4,000 CJK ideographs: a table would take 188 blocks per character.
+        let chars: Vec<char> = (0..12_000).map(|i| char::from_u32(0x4e00 + i % 4_000).unwrap()).collect();
+        let mut text = chars.clone();
+        for at in [10, 5_000, 11_990] {
+            text[at] = 'x';
+        }
+        text.insert(7_000, 'y');
+        let small = Pattern::new(&chars);
+        assert!(small.scalar.is_some() && small.equal.is_empty(), "no table for this pattern");
+        let table = Pattern::with_table_limit(&chars, usize::MAX);
+        assert_eq!(table.equal.len(), (4_000 + 1) * 188);
+        for limit in [0, 3, 4, 5, 100] {
+            let unlimited = Budget::unlimited();
+            let expected = (limit >= 4).then_some(4);
+            assert_eq!(small.distance_metered(&text, limit, &unlimited.meter()), expected, "{limit}");
+            assert_eq!(table.distance_metered(&text, limit, &unlimited.meter()), expected, "{limit}");
         }
     }
 

@@ -1,8 +1,8 @@
 //! The hard budget of the fuzzy strategies: a cap on the work (dynamic-programme cells) each expensive strategy
 //! may spend, and the cancellation check made between windows, every few dozen columns of a distance and every
-//! few hundred lines of the linear strategies. When
-//! either runs out the strategy stops and keeps the best candidate it has, so a miss on a huge file answers in
-//! bounded time and a cancelled turn frees its core within milliseconds.
+//! few hundred lines of the linear strategies. When either runs out the strategy stops and keeps the best
+//! candidate it has, so a miss on a huge file answers in bounded time and a cancelled turn frees its core within
+//! milliseconds.
 //!
 //! Owns counting only; it knows nothing of strategies or text.
 

@@ -163,8 +163,12 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64, budget: &Budget)
     let interior = (search.len() - 2) as f64;
     let longest = (interior / min_similarity).floor() as usize + 2;
     let shortest = ((interior * min_similarity).ceil() as usize + 2).max(3);
-    let wanted: Vec<Pattern> =
-        search.iter().map(|l| Pattern::new(&l.trim().chars().collect::<Vec<_>>())).collect();
+    // Each search line's pattern is built the first time a block scores it: a pattern holds a 512-byte table,
+    // and a huge `old_string` would otherwise pay for every line before the first anchor.
+    let wanted: Vec<std::cell::OnceCell<Pattern>> =
+        search.iter().map(|_| std::cell::OnceCell::new()).collect();
+    let pattern =
+        |k: usize| wanted[k].get_or_init(|| Pattern::new(&search[k].trim().chars().collect::<Vec<_>>()));
     let allowed_deficit = (1.0 - min_similarity) * interior;
     let meter = budget.meter();
     let starts = line_starts(&lines);
@@ -184,7 +188,7 @@ fn block_anchor(content: &str, find: &str, min_similarity: f64, budget: &Budget)
             while computed < terms {
                 let k = computed + 1;
                 let allowance = allowed_deficit - (computed as f64 - sum);
-                match similarity_within(lines[i + k].trim(), &wanted[k], allowance, &meter) {
+                match similarity_within(lines[i + k].trim(), pattern(k), allowance, &meter) {
                     Some(value) => sum += value,
                     None => break,
                 }

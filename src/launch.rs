@@ -42,7 +42,7 @@ fn init_logging(default: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(false);
     let file = std::env::var_os("TINYCODE_LOG_FILE")
-        .and_then(|path| std::fs::OpenOptions::new().create(true).append(true).open(path).ok());
+        .and_then(|path| crate::private::options().create(true).append(true).open(path).ok());
     match file {
         Some(file) => builder.with_writer(std::sync::Mutex::new(file)).init(),
         None => builder.with_writer(std::io::stderr).init(),

@@ -32,6 +32,7 @@
 //! | `shell`      | services the shell tools share: tokenizer and classifier (the read-only allow-list, destructive and secret detection, permission shapes), process groups and trees, the supervisor mode, the command environment (also used by formatters), output capture, background tasks (monitor wake-ups, fenced output, listening ports), the editor-terminal seam |
 //! | `control`    | the session state tools may change besides files: to-do list, pending mode switch, the question seam, the worktree, scheduled jobs (seam), the wake-up signal of `sleep` |
 //! | `schedule`   | cron expressions and the scheduler's timer loop (jobs fire through the session manager) |
+//! | `private`    | the modes of tinycode's own files: the data folder 0700, what it keeps there 0600, an open data folder closed when the store opens |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
 //! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
@@ -89,6 +90,7 @@ pub mod llm;
 pub mod lsp;
 pub mod mcp;
 pub mod permission;
+pub mod private;
 pub mod schedule;
 pub mod session;
 pub mod setup;

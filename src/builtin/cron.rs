@@ -63,7 +63,7 @@ pub fn create() -> Def {
             },
             "required": ["cron", "prompt"]
         }),
-        permission: Some(Category::Edit),
+        permission: Some(Category::Schedule),
         present: present_create,
         preview: Some(Arc::new(|ctx, args| Box::pin(preview_create(ctx, args)))),
         execute: Arc::new(|ctx, args| Box::pin(execute_create(ctx, args))),

@@ -214,13 +214,13 @@ async fn execute_enter(ctx: Context, _args: Value) -> Result<ToolOutput, ToolErr
     let w = &enter.worktree;
     if !enter.resume {
         if let Some(dir) = w.path.parent() {
-            std::fs::create_dir_all(dir)
+            crate::private::dir(dir)
                 .map_err(|e| ToolError::execution(format!("cannot create {}: {e}", dir.display())))?;
         }
         enter.repo.add_worktree(&w.path, &w.branch, &w.base).await.map_err(git_error)?;
         let record = w.path.with_file_name(format!("{}.json", w.name));
         let json = serde_json::to_string_pretty(w).unwrap_or_default();
-        std::fs::write(&record, json)
+        crate::private::write(&record, json.as_bytes())
             .map_err(|e| ToolError::execution(format!("cannot write {}: {e}", record.display())))?;
     }
     ctx.control.request_worktree(Some(w.clone()));

@@ -278,6 +278,46 @@ impl LlmError {
         format!("Model request failed: {text}{end}")
     }
 
+    /// The same error with every text passed through `redact` (a provider may repeat the key in its answer).
+    pub fn redacted(self, redact: &dyn Fn(&str) -> String) -> LlmError {
+        let r = |text: String| redact(&text);
+        match self {
+            LlmError::NoProvider => LlmError::NoProvider,
+            LlmError::MissingKey { provider, help } => {
+                LlmError::MissingKey { provider: r(provider), help: r(help) }
+            }
+            LlmError::Auth { status, message, help } => {
+                LlmError::Auth { status, message: r(message), help: r(help) }
+            }
+            LlmError::BadUrl { url, reason } => LlmError::BadUrl { url: r(url), reason: r(reason) },
+            LlmError::Unreachable { url, cause, hint } => {
+                LlmError::Unreachable { url: r(url), cause: r(cause), hint: r(hint) }
+            }
+            LlmError::NotModelApi { dialect, request, answer } => {
+                LlmError::NotModelApi { dialect, request: r(request), answer: r(answer) }
+            }
+            LlmError::ModelNotFound { model, message, offered } => LlmError::ModelNotFound {
+                model: r(model),
+                message: r(message),
+                offered: offered.into_iter().map(r).collect(),
+            },
+            LlmError::ContextOverflow { message } => LlmError::ContextOverflow { message: r(message) },
+            LlmError::Quota { message } => LlmError::Quota { message: r(message) },
+            LlmError::RateLimited { status, wait, message } => {
+                LlmError::RateLimited { status, wait, message: r(message) }
+            }
+            LlmError::RetriesExhausted { attempts, last } => {
+                LlmError::RetriesExhausted { attempts, last: r(last) }
+            }
+            LlmError::Rejected { status, message } => LlmError::Rejected { status, message: r(message) },
+            LlmError::StreamInterrupted { message } => LlmError::StreamInterrupted { message: r(message) },
+            LlmError::Deadline { limit, last } => LlmError::Deadline { limit, last: last.map(r) },
+            LlmError::OutputCap { tokens } => LlmError::OutputCap { tokens },
+            LlmError::Protocol(message) => LlmError::Protocol(r(message)),
+            LlmError::Cancelled => LlmError::Cancelled,
+        }
+    }
+
     /// The user must sign in (set or fix a key): editors show their sign-in flow for these.
     pub fn needs_sign_in(&self) -> bool {
         matches!(self, LlmError::NoProvider | LlmError::MissingKey { .. } | LlmError::Auth { .. })

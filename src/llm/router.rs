@@ -35,6 +35,7 @@ pub fn endpoint(provider: &Provider, config: &Config) -> Endpoint {
         retry: config.retry.clone(),
         connect_timeout: config.connect_timeout,
         limits: Limits::new(config),
+        secrets: config.providers.iter().filter_map(|p| p.api_key.clone()).collect(),
     }
 }
 
@@ -101,8 +102,12 @@ impl ModelClient for Router {
 }
 
 /// The model ids `endpoint` offers (`GET …/models` in its dialect), sorted. Bounded by the connect timeout;
-/// never retried.
+/// never retried. Its errors are cleared of configured keys, as every error that leaves the llm layer.
 pub async fn list_models(endpoint: &Endpoint, kind: Kind) -> Result<Vec<String>, LlmError> {
+    listed(endpoint, kind).await.map_err(|error| error.redacted(&|text| endpoint.redact(text)))
+}
+
+async fn listed(endpoint: &Endpoint, kind: Kind) -> Result<Vec<String>, LlmError> {
     transport::check_url(&endpoint.base_url)?;
     crate::tls::prepare_for(&endpoint.base_url);
     let client = transport::http_off_runtime().await?;

@@ -44,10 +44,13 @@ pub enum Category {
     /// A tool of an MCP server; patterns are `server/tool`.
     #[serde(rename = "mcp")]
     Mcp,
+    /// Work that runs later without anyone watching (`cron_create`): asked in every mode, never "always".
+    #[serde(rename = "schedule")]
+    Schedule,
 }
 
 impl Category {
-    pub const ALL: [Category; 11] = [
+    pub const ALL: [Category; 12] = [
         Category::Read,
         Category::Edit,
         Category::Shell,
@@ -59,6 +62,7 @@ impl Category {
         Category::ExternalDirectory,
         Category::SecretRead,
         Category::Mcp,
+        Category::Schedule,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -74,12 +78,16 @@ impl Category {
             Category::ExternalDirectory => "external_directory",
             Category::SecretRead => "secret-read",
             Category::Mcp => "mcp",
+            Category::Schedule => "schedule",
         }
     }
 
     /// Categories whose asks can never be answered "always allow".
     pub fn always_asks(self) -> bool {
-        matches!(self, Category::DestructiveShell | Category::SecretShell | Category::SecretRead)
+        matches!(
+            self,
+            Category::DestructiveShell | Category::SecretShell | Category::SecretRead | Category::Schedule
+        )
     }
 
     pub fn parse(name: &str) -> Option<Category> {
@@ -234,6 +242,14 @@ pub enum Verdict {
     Cancelled,
 }
 
+/// Why making scheduled work asks in every mode: it runs later, when nobody may be watching.
+pub const SCHEDULED: &str = "A scheduled job runs its prompt later, when nobody may be watching.";
+
+/// How an ask that must be asked every time names its reason.
+fn label(category: Category) -> &'static str {
+    if category == Category::Schedule { "Scheduled work" } else { "Protected" }
+}
+
 /// The value `todowrite` is checked against under `edit`: it changes the session's plan, not a file.
 pub const TODOS_PATTERN: &str = "session:todos";
 
@@ -274,7 +290,11 @@ pub fn guard(agent: &str, ask: &Ask) -> Option<(Rule, String)> {
     let forbidden = mcp_change
         || matches!(
             ask.category,
-            Category::Edit | Category::Shell | Category::DestructiveShell | Category::SecretShell
+            Category::Edit
+                | Category::Shell
+                | Category::DestructiveShell
+                | Category::SecretShell
+                | Category::Schedule
         );
     (agent == "plan" && forbidden && !PLAN_SAFE_TOOLS.contains(&ask.tool.as_str())).then(|| {
         (
@@ -294,6 +314,23 @@ pub struct Service {
     remembered: Arc<remembered::Remembered>,
     approver: Option<Arc<dyn Approver>>,
     ask_lock: tokio::sync::Mutex<()>,
+    /// A scheduled job's turn is running: the default mode's rules apply at most, whatever the mode.
+    capped: std::sync::atomic::AtomicBool,
+}
+
+/// The mode whose rules a scheduled job's turn gets in a session in `agent`: never more than the default's
+/// (plan mode stays plan mode).
+pub fn at_most_default(agent: &str) -> &str {
+    if agent == "plan" { agent } else { "build" }
+}
+
+/// While held, the service gives no more than the default mode's rights ([`Service::cap`]).
+pub struct Capped<'a>(&'a Service);
+
+impl Drop for Capped<'_> {
+    fn drop(&mut self) {
+        self.0.capped.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// `path` with symlinks resolved as far as the file system has it (the missing tail kept as is).
@@ -342,7 +379,26 @@ impl Service {
             remembered,
             approver,
             ask_lock: tokio::sync::Mutex::new(()),
+            capped: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Give no more than the default mode's rights (plus configured and remembered rules) until the guard is
+    /// dropped: for a scheduled job's turn, which nobody may be watching, whatever mode the session is in.
+    pub fn cap(&self) -> Capped<'_> {
+        self.capped.store(true, std::sync::atomic::Ordering::SeqCst);
+        Capped(self)
+    }
+
+    /// Whether a scheduled job's turn is running ([`Service::cap`]).
+    pub fn is_capped(&self) -> bool {
+        self.capped.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The mode whose rules decide now.
+    fn deciding_agent(&self) -> String {
+        let agent = self.agent();
+        if self.is_capped() { at_most_default(&agent).to_string() } else { agent }
     }
 
     pub fn agent(&self) -> String {
@@ -374,7 +430,7 @@ impl Service {
     }
 
     fn ruleset(&self) -> Ruleset {
-        let mut rules = agent_rules(&self.agent());
+        let mut rules = agent_rules(&self.deciding_agent());
         rules.extend(read(&self.config_rules));
         rules.extend(self.remembered.list());
         Ruleset { rules }
@@ -396,12 +452,13 @@ impl Service {
                 .get("command")
                 .and_then(Value::as_str)
                 .and_then(|command| protected::in_command(command, root, root)),
+            Category::Schedule => Some(SCHEDULED.to_string()),
             _ => None,
         }
     }
 
     fn decide(&self, ask: &Ask, protected: bool) -> Result<Action, Verdict> {
-        if let Some((rule, why)) = guard(&self.agent(), ask) {
+        if let Some((rule, why)) = guard(&self.deciding_agent(), ask) {
             return Err(Verdict::Denied { rule, why });
         }
         let rules = self.ruleset();
@@ -502,7 +559,7 @@ impl Service {
                 let mut presentation = ask.presentation.clone();
                 presentation
                     .content
-                    .push(Content::Text(format!("**Protected:** {why} This asks every time.")));
+                    .push(Content::Text(format!("**{}:** {why} This asks every time.", label(ask.category))));
                 marked = Ask { protected: Some(why), presentation, ..ask.clone() };
                 &marked
             }
@@ -755,6 +812,51 @@ mod tests {
             );
             assert_eq!(s.remembered().list(), vec![Rule::new("edit", "/p/**", Action::Allow)], "{mode}");
         }
+    }
+
+    #[tokio::test]
+    async fn scheduling_asks_in_every_mode_offers_no_always_and_plan_mode_refuses_it() {
+        for mode in ["build", "accept-edits", "yolo"] {
+            let approver = scripted(vec![Reply::AllowAlways, Reply::RejectOnce]);
+            let s = service(mode, vec![Rule::new("*", "*", Action::Allow)], Some(approver.clone()));
+            let job = ask(Category::Schedule, "session:cron");
+            assert_eq!(s.check(&job).await, Verdict::Allow, "{mode}");
+            assert_eq!(s.check(&job).await, Verdict::Rejected, "{mode}: asked again");
+            let shown = approver.shown.lock().unwrap().clone();
+            assert!(shown.iter().all(|a| !a.offers_always()), "{mode}");
+            assert_eq!(
+                shown[0].presentation.content,
+                vec![Content::Text(format!("**Scheduled work:** {SCHEDULED} This asks every time."))]
+            );
+            assert_eq!(s.remembered().list(), vec![], "{mode}");
+        }
+        let plan = service("plan", vec![], Some(scripted(vec![])));
+        assert!(matches!(plan.check(&ask(Category::Schedule, "x")).await, Verdict::Denied { .. }));
+        assert!(!remembered::may_remember(&Rule::new("schedule", "*", Action::Allow)));
+    }
+
+    #[tokio::test]
+    async fn a_capped_service_gives_the_default_modes_rights_and_plan_stays_plan() {
+        let yolo = service("yolo", vec![], None);
+        yolo.remembered().add(Rule::new("shell", "make", Action::Allow)).await;
+        {
+            let _job = yolo.cap();
+            assert_eq!(yolo.check(&ask(Category::Shell, "rm -rf x")).await, Verdict::Rejected);
+            assert_eq!(
+                yolo.check(&ask(Category::Shell, "make")).await,
+                Verdict::Allow,
+                "remembered rules apply"
+            );
+            assert_eq!(yolo.check(&ask(Category::Read, "/a")).await, Verdict::Allow);
+        }
+        assert_eq!(
+            yolo.check(&ask(Category::Shell, "rm -rf x")).await,
+            Verdict::Allow,
+            "the cap ends with the job"
+        );
+        let plan = service("plan", vec![], None);
+        let _job = plan.cap();
+        assert!(matches!(plan.check(&ask(Category::Edit, "/p/x")).await, Verdict::Denied { .. }));
     }
 
     #[tokio::test]

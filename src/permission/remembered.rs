@@ -20,7 +20,7 @@ pub fn may_remember(rule: &Rule) -> bool {
         return true;
     }
     match Category::parse(&rule.permission) {
-        Some(Category::DestructiveShell | Category::SecretShell) => false,
+        Some(Category::DestructiveShell | Category::SecretShell | Category::Schedule) => false,
         Some(Category::Shell) => rule.pattern.ends_with(EXACTLY) || may_be_prefix(&rule.pattern),
         Some(_) => true,
         None => false,

@@ -99,6 +99,8 @@ impl Clock {
 pub struct Job {
     pub id: String,
     pub session_id: String,
+    /// The directory of the session that made it: only a process serving this project fires it.
+    pub project: String,
     /// The expression as written.
     pub expression: String,
     pub cron: Cron,
@@ -344,6 +346,7 @@ mod tests {
         Job {
             id: id.into(),
             session_id: "s".into(),
+            project: "/p".into(),
             expression: expression.into(),
             cron: Cron::parse(expression).unwrap(),
             prompt: "check the build".into(),

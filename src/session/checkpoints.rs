@@ -4,8 +4,10 @@
 //!
 //! A revert goes through the session's file access, so an editor that writes files gets `fs/write_text_file`
 //! and shows the change as a reviewable diff; the thread shows one card with every file's diff. A file that
-//! changed since the checkpoint (its fingerprint differs) makes the revert ask first. The model is told what was
-//! reverted.
+//! changed since the checkpoint (its fingerprint differs) makes the revert ask first. Every path a revert writes
+//! or deletes is resolved first (`workspace::boundary`, through the session's file access): the write or the
+//! deletion lands at that real path, and one outside the session's roots (a folder the turn made, replaced by a
+//! link since) asks first, naming the real path, with no "always". The model is told what was reverted.
 //!
 //! Owns the commands' logic and texts. The record of a turn is `workspace::changes`, the SQL `store::checkpoints`.
 
@@ -35,6 +37,10 @@ struct Revert {
     expected: Option<String>,
     /// Its content now, for the diff.
     current: Option<Vec<u8>>,
+    /// Where the write or deletion lands: the folder resolved, the name kept (a link there is replaced).
+    real: PathBuf,
+    /// `real` is outside the session's roots.
+    outside: bool,
 }
 
 fn shown(path: &Path, cwd: &Path) -> String {
@@ -48,6 +54,13 @@ fn text_of(bytes: &Option<Vec<u8>>) -> Option<String> {
 impl Revert {
     /// The card's content for this file: a diff from now to the earlier content, or a note for a deletion.
     fn display(&self, cwd: &Path) -> Content {
+        if self.outside {
+            return Content::Text(format!(
+                "`{}` leads outside the workspace, to {}.",
+                shown(&self.path, cwd),
+                self.real.display()
+            ));
+        }
         match &self.target {
             Some(target) => Content::Diff {
                 path: self.path.clone(),
@@ -177,15 +190,32 @@ impl Session {
                     target: None,
                     expected: file.after.clone(),
                     current: None,
+                    real: PathBuf::new(),
+                    outside: false,
                 });
                 entry.target = file.before;
             }
         }
         let mut reverts: Vec<Revert> = plan.into_values().collect();
         for revert in &mut reverts {
-            revert.current = tokio::fs::read(&revert.path).await.ok();
+            (revert.real, revert.outside) = self.landing(&revert.path);
+            if !revert.outside {
+                revert.current = tokio::fs::read(&revert.real).await.ok();
+            }
         }
         Ok(reverts)
+    }
+
+    /// Where a revert of `path` lands: its folder resolved through the boundary (every link followed), the name
+    /// kept; and whether that is outside the session's roots (so is a path that cannot be resolved).
+    fn landing(&self, path: &Path) -> (PathBuf, bool) {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return (path.to_path_buf(), true);
+        };
+        match self.files.locate(parent) {
+            Ok(located) => (located.path.join(name), !located.inside),
+            Err(_) => (path.to_path_buf(), true),
+        }
     }
 
     async fn revert(
@@ -209,8 +239,8 @@ impl Session {
         let presentation = Presentation {
             title,
             kind: Kind::Edit,
-            locations: reverts.iter().map(|r| Location::new(&r.path)).collect(),
-            patterns: reverts.iter().map(|r| r.path.display().to_string()).collect(),
+            locations: reverts.iter().map(|r| Location::new(&r.real)).collect(),
+            patterns: reverts.iter().map(|r| r.real.display().to_string()).collect(),
             content: display.clone(),
         };
         let raw_input = json!({"checkpoints": numbers});
@@ -221,28 +251,8 @@ impl Session {
             presentation: presentation.clone(),
             raw_input: raw_input.clone(),
         });
-        let changed: Vec<&Revert> =
-            reverts.iter().filter(|r| fingerprint_of(&r.path) != r.expected).collect();
-        if !changed.is_empty() {
-            let names: Vec<String> =
-                changed.iter().map(|r| format!("`{}`", shown(&r.path, &self.cwd))).collect();
-            let mut asked = presentation.clone();
-            asked.content.insert(
-                0,
-                Content::Text(format!(
-                    "{} changed after the checkpoint; reverting discards those later changes.",
-                    names.join(", ")
-                )),
-            );
-            let ask = Ask {
-                session_id: self.id.clone(),
-                call_id: call_id.clone(),
-                tool: "undo".into(),
-                category: Category::Edit,
-                presentation: asked,
-                raw_input,
-                protected: Some("it discards changes made after the checkpoint".into()),
-            };
+        let asked = self.ask_first(&reverts, &presentation, &call_id, raw_input);
+        if let Some((ask, refused)) = asked {
             let reply = tokio::select! {
                 reply = self.perms.insist(&ask) => reply,
                 () = cancel.cancelled() => Reply::Cancelled,
@@ -250,9 +260,7 @@ impl Session {
             if !matches!(reply, Reply::AllowOnce | Reply::AllowAlways) {
                 let output = "Nothing was reverted.".to_string();
                 self.finish_card(&call_id, ToolStatus::Failed, &output, Vec::new(), Vec::new());
-                self.reply(&format!(
-                    "{output} The files changed after the checkpoint, and the revert was not allowed."
-                ));
+                self.reply(&format!("{output} {refused}"));
                 return if reply == Reply::Cancelled { StopReason::Cancelled } else { StopReason::EndTurn };
             }
         }
@@ -273,16 +281,79 @@ impl Session {
         StopReason::EndTurn
     }
 
+    /// The question a revert must put first, and what to say when it is refused: when a file changed after the
+    /// checkpoint (reverting discards that), or a path leads outside the workspace (named by its real path).
+    /// Neither offers "always".
+    fn ask_first(
+        &self,
+        reverts: &[Revert],
+        presentation: &Presentation,
+        call_id: &str,
+        raw_input: serde_json::Value,
+    ) -> Option<(Ask, String)> {
+        let outside: Vec<&Revert> = reverts.iter().filter(|r| r.outside).collect();
+        let changed: Vec<&Revert> =
+            reverts.iter().filter(|r| !r.outside && fingerprint_of(&r.real) != r.expected).collect();
+        let mut notes = Vec::new();
+        for r in &outside {
+            let does = if r.target.is_some() { "writes" } else { "deletes" };
+            notes.push(Content::Text(format!(
+                "`{}` leads outside the workspace, to {}: reverting {does} it.",
+                shown(&r.path, &self.cwd),
+                r.real.display()
+            )));
+        }
+        if !changed.is_empty() {
+            let names: Vec<String> =
+                changed.iter().map(|r| format!("`{}`", shown(&r.path, &self.cwd))).collect();
+            notes.push(Content::Text(format!(
+                "{} changed after the checkpoint; reverting discards those later changes.",
+                names.join(", ")
+            )));
+        }
+        let (why, refused) = match (outside.len(), changed.is_empty()) {
+            (0, true) => return None,
+            (0, false) => (
+                "it discards changes made after the checkpoint",
+                "The files changed after the checkpoint, and the revert was not allowed.".to_string(),
+            ),
+            (1, _) => (
+                "it writes or deletes outside the workspace",
+                "A file leads outside the workspace, and the revert was not allowed.".to_string(),
+            ),
+            (n, _) => (
+                "it writes or deletes outside the workspace",
+                format!("{n} files lead outside the workspace, and the revert was not allowed."),
+            ),
+        };
+        let mut asked = presentation.clone();
+        asked.content.splice(0..0, notes);
+        let ask = Ask {
+            session_id: self.id.clone(),
+            call_id: call_id.to_string(),
+            tool: "undo".into(),
+            category: Category::Edit,
+            presentation: asked,
+            raw_input,
+            protected: Some(why.into()),
+        };
+        Some((ask, refused))
+    }
+
     /// Write every file back; returns what was done and what failed, as lines.
     async fn apply(&self, reverts: &[Revert]) -> (Vec<String>, Vec<String>) {
         let (mut done, mut failed) = (Vec::new(), Vec::new());
         for revert in reverts {
             let name = shown(&revert.path, &self.cwd);
-            let result = match &revert.target {
-                Some(bytes) => {
-                    self.files.restore(&revert.path, bytes).await.map(|_| format!("`{name}` restored"))
-                }
-                None => match tokio::fs::remove_file(&revert.path).await {
+            // At the real path: the user was asked about every one outside the workspace.
+            let restored = match (&revert.target, revert.outside) {
+                (Some(bytes), false) => Some(self.files.restore(&revert.real, bytes).await),
+                (Some(bytes), true) => Some(self.files.restore_outside(&revert.real, bytes).await),
+                (None, _) => None,
+            };
+            let result = match restored {
+                Some(done) => done.map(|_| format!("`{name}` restored")),
+                None => match tokio::fs::remove_file(&revert.real).await {
                     Ok(()) => Ok(format!("`{name}` deleted (it did not exist before)")),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                         Ok(format!("`{name}` already gone"))

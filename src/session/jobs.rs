@@ -1,12 +1,18 @@
 //! Scheduled jobs in sessions: the `cron_*` tools' seam ([`SessionJobs`]), and running a job's firing as a turn
-//! of its session. The turn is shown in the editor as it happens when the session is open there (the job's
-//! prompt arrives as a user message marked `_meta.tinycode.scheduled`); when it is not, the session is opened
-//! without an editor (asks are refused), the turn runs and is stored, and the session is put away again.
+//! of its session. A job belongs to its session's project and fires only in a process serving that project (the
+//! manager schedules a project's stored jobs when an editor first opens a session there). Its turn has the
+//! default mode's rights at most, whatever mode the session is in (`permission::Service::cap`). The turn is
+//! shown in the editor as it happens when the session is open there (the job's prompt arrives as a user message
+//! marked `_meta.tinycode.scheduled`); when it is not, the session is opened without an editor (asks are
+//! refused and noted by a [`Witness`]), the turn runs and is stored, what it did is kept as a report that the
+//! next editor to open the session is shown, and the session is put away again.
 //!
-//! Owns the mapping between the tools' jobs and the scheduler's, and the manager's [`Runner`].
+//! Owns the mapping between the tools' jobs and the scheduler's, the witness of unattended runs, and the
+//! manager's [`Runner`].
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use serde_json::json;
@@ -14,12 +20,13 @@ use serde_json::json;
 use super::manager::Manager;
 use super::settings::ConfigOption;
 use super::{Seams, Session, SettingsSink};
-use crate::agent::{AgentEvent, EventSink};
+use crate::agent::{AgentEvent, EventSink, ToolStatus};
 use crate::control::{Job as ToolJob, Jobs, NewJob};
 use crate::llm::UserPart;
+use crate::permission::{Approver, Ask, Reply};
 use crate::schedule::{Cron, Job, Runner, Scheduler};
 use crate::store::Store;
-use crate::store::jobs::JobRow;
+use crate::store::jobs::{JobReport, JobRow};
 
 /// How long a process that does not have a job's session open waits before claiming its firing.
 pub const CLAIM_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -27,6 +34,8 @@ pub const CLAIM_GRACE: std::time::Duration = std::time::Duration::from_millis(50
 /// The jobs of one session, as its tools see them.
 pub struct SessionJobs {
     pub session_id: String,
+    /// The session's directory: the project whose processes fire its jobs.
+    pub project: String,
     pub scheduler: Arc<Scheduler>,
     pub store: Option<Store>,
     /// Durable jobs are allowed (else `durable` jobs are made session-only).
@@ -53,6 +62,7 @@ impl SessionJobs {
         let job = Job {
             id: format!("cron_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
             session_id: self.session_id.clone(),
+            project: self.project.clone(),
             expression: new.cron.split_whitespace().collect::<Vec<_>>().join(" "),
             cron,
             prompt: new.prompt,
@@ -67,6 +77,7 @@ impl SessionJobs {
             let row = JobRow {
                 id: job.id.clone(),
                 session_id: job.session_id.clone(),
+                project: job.project.clone(),
                 cron: job.expression.clone(),
                 prompt: job.prompt.clone(),
                 recurring: job.recurring,
@@ -117,6 +128,7 @@ pub fn from_row(row: JobRow) -> Option<Job> {
     Some(Job {
         id: row.id,
         session_id: row.session_id,
+        project: row.project,
         expression: row.cron,
         cron,
         prompt: row.prompt,
@@ -126,23 +138,74 @@ pub fn from_row(row: JobRow) -> Option<Job> {
     })
 }
 
-/// Where a session run by the scheduler without an editor sends its events: nowhere (the journal keeps them).
-struct Unattended;
-
-impl EventSink for Unattended {
-    fn emit(&self, _event: AgentEvent) {}
+/// What a session the scheduler opened without an editor did: its tool calls and how each ended. Its events go
+/// nowhere else (the journal keeps them); it answers every ask with a refusal, and notes which calls were refused.
+#[derive(Default)]
+pub struct Witness {
+    /// Calls by id: their title, and whether an ask for them was refused.
+    calls: Mutex<HashMap<String, (String, bool)>>,
+    /// One line per finished call, in order.
+    lines: Mutex<Vec<String>>,
 }
 
-impl SettingsSink for Unattended {
+impl Witness {
+    /// The lines noted so far, taken (each run reports its own).
+    pub fn take(&self) -> Vec<String> {
+        lock(&self.calls).clear();
+        std::mem::take(&mut *lock(&self.lines))
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl EventSink for Witness {
+    fn emit(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::ToolCallStarted { call_id, presentation, .. }
+            | AgentEvent::ToolCallRevised { call_id, presentation } => {
+                let mut calls = lock(&self.calls);
+                let refused = calls.get(&call_id).is_some_and(|(_, refused)| *refused);
+                calls.insert(call_id, (presentation.title, refused));
+            }
+            AgentEvent::ToolCallFinished { call_id, status, .. } => {
+                let (title, refused) = lock(&self.calls).remove(&call_id).unwrap_or_default();
+                let outcome = match (refused, status) {
+                    (true, _) => "declined (nobody was there to answer)",
+                    (false, ToolStatus::Completed) => "done",
+                    (false, ToolStatus::Failed) => "failed",
+                };
+                lock(&self.lines).push(format!("- `{title}`: {outcome}"));
+            }
+            _ => {}
+        }
+    }
+}
+
+impl SettingsSink for Witness {
     fn settings_changed(&self, _mode: Option<super::settings::Mode>, _options: &[ConfigOption]) {}
 }
 
-/// Seams for a session no editor has open: events go nowhere, asks are refused, files go to disk.
-pub fn unattended() -> Seams {
+impl Approver for Witness {
+    fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
+        let mut calls = lock(&self.calls);
+        let title = calls.get(&ask.call_id).map(|(t, _)| t.clone()).unwrap_or(ask.presentation.title.clone());
+        calls.insert(ask.call_id.clone(), (title, true));
+        Box::pin(async { Reply::RejectOnce })
+    }
+}
+
+/// Seams for a session no editor has open: events go to `witness`, asks are refused (and noted), files go to
+/// disk.
+pub fn unattended(witness: Arc<Witness>) -> Seams {
     Seams {
-        sink: Arc::new(Unattended),
-        settings: Arc::new(Unattended),
-        approver: None,
+        sink: witness.clone(),
+        settings: witness.clone(),
+        approver: Some(witness),
         fs: None,
         terminals: None,
         asker: None,
@@ -150,6 +213,18 @@ pub fn unattended() -> Seams {
         elicitor: None,
         additional_directories: Vec::new(),
     }
+}
+
+/// The notice's title and text for a report, as the editor that opens the session is shown it.
+pub fn report_notice(report: &JobReport) -> (String, String) {
+    (
+        format!("Scheduled job `{}` ran while this session was not open", report.job_id),
+        format!(
+            "At {}, with nobody to answer its questions:\n{}\nIts turn is in this session's conversation.",
+            crate::clock::iso8601(report.ran_at),
+            report.report
+        ),
+    )
 }
 
 impl Session {
@@ -177,8 +252,24 @@ impl Session {
     }
 }
 
+impl Manager {
+    /// Keep what an unattended run of `job` did for the next editor that opens its session.
+    async fn report(&self, job: &Job, due: i64, lines: Vec<String>) {
+        let report = if lines.is_empty() { "- no tool calls".to_string() } else { lines.join("\n") };
+        let report = JobReport { job_id: job.id.clone(), ran_at: due, report };
+        match self.store().await {
+            Ok(store) => {
+                if let Err(e) = store.add_job_report(&job.session_id, report).await {
+                    tracing::warn!(job = %job.id, error = %e, "what a scheduled job did could not be kept");
+                }
+            }
+            Err(e) => tracing::warn!(job = %job.id, error = %e, "what a scheduled job did could not be kept"),
+        }
+    }
+}
+
 impl Runner for Manager {
-    fn fire(&self, job: Job, _due: i64) -> BoxFuture<'_, bool> {
+    fn fire(&self, job: Job, due: i64) -> BoxFuture<'_, bool> {
         Box::pin(async move {
             let session = match self.get(&job.session_id) {
                 Some(session) => session,
@@ -194,6 +285,9 @@ impl Runner for Manager {
             tracing::info!(session = %session.id, job = %job.id, "running a scheduled job");
             session.run_job(&job).await;
             if session.is_unattended() {
+                if let Some(witness) = self.witness(&session.id) {
+                    self.report(&job, due, witness.take()).await;
+                }
                 self.put_away(&session.id);
             }
             self.bus().publish(crate::bus::Event::JobRan {

@@ -1,11 +1,12 @@
 //! The sessions of one process: creating them, loading stored ones (with the events that redraw them), resuming,
 //! listing, closing and deleting. Opens the store in the background at start-up and keeps the providers' model
 //! lists (`models`), so `session/new` never waits on the disk or the network. Runs the scheduler of its
-//! sessions' jobs while it serves ([`Manager::run_schedule`]).
+//! sessions' jobs while it serves ([`Manager::run_schedule`]): the stored jobs of a project are scheduled when an
+//! editor first opens a session there, so a process fires only the jobs of the projects it serves.
 //!
-//! Owns the live-session table, the store handle and the scheduler.
+//! Owns the live-session table, the store handle, the scheduler and the projects it serves.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -102,6 +103,10 @@ pub struct Manager {
     projects: tokio::sync::Mutex<HashMap<String, Arc<Remembered>>>,
     /// The sessions' scheduled jobs.
     scheduler: Arc<Scheduler>,
+    /// The projects an editor opened a session in: only their stored jobs are scheduled here.
+    served: Mutex<HashSet<String>>,
+    /// What the sessions the scheduler opened without an editor do, by session.
+    witnesses: Mutex<HashMap<String, Arc<super::jobs::Witness>>>,
     /// Fires when the manager shuts down (stops the scheduler).
     stop: CancellationToken,
     /// Offer scheduled jobs and fire them (not in one-shot headless runs).
@@ -145,6 +150,8 @@ impl Manager {
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
             scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
+            served: Mutex::new(HashSet::new()),
+            witnesses: Mutex::new(HashMap::new()),
             stop: CancellationToken::new(),
             schedule: true,
         }
@@ -213,10 +220,9 @@ impl Manager {
     }
 
     /// The store: the one being opened since start-up ([`Manager::with_opening`]), else opened on first use (on
-    /// a blocking thread). Its durable jobs are scheduled as it opens.
+    /// a blocking thread).
     pub async fn store(&self) -> Result<Store, StoreError> {
         let path = self.database_path();
-        let scheduler = self.scheduler.clone();
         self.store
             .get_or_init(|| {
                 let opening = lock(&self.opening).take();
@@ -227,14 +233,27 @@ impl Manager {
                             .await
                             .unwrap_or(Err(StoreError::Closed)),
                     }?;
-                    // Read before anything else can use the store (so no job is both read here and added by a
-                    // session), scheduled without holding up the store's first users.
-                    tokio::spawn(schedule_stored_jobs(store.jobs(), scheduler));
                     Ok(store)
                 }
             })
             .await
             .clone()
+    }
+
+    /// An editor opened a session in `project`: from now on this process fires the project's stored jobs (read
+    /// before the session can make one, so none is both read here and added by it).
+    async fn serve(&self, project: &str) {
+        if !self.schedule || !lock(&self.served).insert(project.to_string()) {
+            return;
+        }
+        if let Ok(store) = self.store().await {
+            schedule_stored_jobs(store.jobs_of(project), self.scheduler.clone()).await;
+        }
+    }
+
+    /// The witness of a session the scheduler opened without an editor.
+    pub(super) fn witness(&self, id: &str) -> Option<Arc<super::jobs::Witness>> {
+        lock(&self.witnesses).get(id).cloned()
     }
 
     /// Use the database being opened by `opening` (started before the manager, at [`Self::database_path`]).
@@ -384,6 +403,7 @@ impl Manager {
         if self.schedule && session.config().cron {
             session.control.set_jobs(Some(Arc::new(super::jobs::SessionJobs {
                 session_id: row.id.clone(),
+                project: row.cwd.clone(),
                 scheduler: self.scheduler.clone(),
                 store: session.store.clone(),
                 durable: session.config().cron_durable,
@@ -414,6 +434,7 @@ impl Manager {
     ) -> Arc<Session> {
         let row = prepared.row(crate::clock::now_millis());
         let id = row.id.clone();
+        self.serve(&row.cwd).await;
         if let Ok(store) = self.store().await {
             let saved = row.clone();
             store.submit("the new session", move |c| {
@@ -450,6 +471,35 @@ impl Manager {
         seams: Seams,
         replay: bool,
     ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
+        let (session, events) = self.open_as(id, cwd, declared, seams, replay, true).await?;
+        lock(&self.witnesses).remove(id);
+        // What its scheduled jobs did while no editor had it open.
+        if let Some(store) = &session.store {
+            match store.take_job_reports(id).await {
+                Ok(reports) => {
+                    for report in reports {
+                        let (title, text) = super::jobs::report_notice(&report);
+                        session.notice(title, text);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(session = id, error = %e, "what its scheduled jobs did could not be read")
+                }
+            }
+        }
+        Ok((session, events))
+    }
+
+    /// [`Manager::open`]; `attended`: an editor opens it (the project is served from now on).
+    async fn open_as(
+        &self,
+        id: &str,
+        cwd: &Path,
+        declared: Option<Vec<crate::mcp::Declared>>,
+        seams: Seams,
+        replay: bool,
+        attended: bool,
+    ) -> Result<(Arc<Session>, Vec<AgentEvent>), SessionError> {
         let store = self.store().await?;
         let row = store.session(id).await?.ok_or_else(|| SessionError::NotFound(id.to_string()))?;
         if Path::new(&row.cwd) != cwd {
@@ -458,6 +508,9 @@ impl Manager {
                 row.cwd,
                 cwd.display()
             )));
+        }
+        if attended {
+            self.serve(&row.cwd).await;
         }
         let stored = store.messages(id).await?;
         let loaded = self.load_config(cwd).await?;
@@ -509,9 +562,12 @@ impl Manager {
     pub(super) async fn open_unattended(&self, id: &str) -> Option<Arc<Session>> {
         let store = self.store().await.ok()?;
         let row = store.session(id).await.ok()??;
-        match self.open(id, Path::new(&row.cwd), None, super::jobs::unattended(), false).await {
+        let witness = Arc::new(super::jobs::Witness::default());
+        let seams = super::jobs::unattended(witness.clone());
+        match self.open_as(id, Path::new(&row.cwd), None, seams, false, false).await {
             Ok((session, _)) => {
                 session.headless.store(true, std::sync::atomic::Ordering::Relaxed);
+                lock(&self.witnesses).insert(id.to_string(), witness);
                 Some(session)
             }
             Err(e) => {
@@ -527,6 +583,7 @@ impl Manager {
         if sessions.get(id).is_some_and(|s| s.is_unattended())
             && let Some(session) = sessions.remove(id)
         {
+            lock(&self.witnesses).remove(id);
             session.close();
         }
     }
@@ -536,8 +593,7 @@ impl Manager {
         if !self.schedule {
             return;
         }
-        // Opening the store schedules its durable jobs.
-        let _ = self.store().await;
+        // The stored jobs of each project are scheduled as an editor first opens a session there.
         let scheduler = self.scheduler.clone();
         scheduler.run(self, self.stop.clone()).await;
     }

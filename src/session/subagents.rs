@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::agents::{self, AgentDef};
 use super::relay::Relay;
-use super::settings::Settings;
+use super::settings::{Mode, Settings};
 use super::{Session, lock};
 use crate::agent::{AgentEvent, Conversation, EventSink, StopReason, SubagentState, TurnError};
 use crate::control::Control;
@@ -312,7 +312,11 @@ impl Session {
 
     /// The settings of a child running `agent`: its parent's, narrowed.
     fn child_settings(&self, agent: &AgentDef) -> Settings {
-        let parent = self.settings();
+        let mut parent = self.settings();
+        // A child of a scheduled job's turn gets no more than that turn's rights.
+        if self.perms.is_capped() && matches!(parent.mode, Mode::AcceptEdits | Mode::Yolo) {
+            parent.mode = Mode::Build;
+        }
         Settings {
             mode: agents::child_mode(parent.mode, agent),
             model: agent.model.clone().unwrap_or_else(|| parent.model.clone()),

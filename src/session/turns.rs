@@ -130,6 +130,8 @@ impl Session {
         }
         self.apply_trust();
         self.refresh_extensions().await;
+        // A scheduled job's turn (`show`) gets the default mode's rights at most, whatever the session's mode.
+        let _rights = show.then(|| self.perms.cap());
         let result = self.dispatch(&mut conversation, input, blocks, &cancel, &label).await;
         // A cancelled turn ends once its foreground subagents have stopped (their processes reaped).
         self.settle_children().await;

@@ -119,9 +119,9 @@ impl Spill {
         let opened = self
             .path
             .parent()
-            .map(std::fs::create_dir_all)
+            .map(crate::private::dir)
             .transpose()
-            .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&self.path));
+            .and_then(|_| crate::private::options().create(true).append(true).open(&self.path));
         match opened {
             Ok(mut file) => {
                 self.failed = file.write_all(&self.buffered).is_err();

@@ -135,6 +135,20 @@ CREATE TABLE cron_jobs (
     last_fired INTEGER
 );
 "#,
+    // A job fires only in a process serving its project; what an unattended run did waits for the editor.
+    r#"
+ALTER TABLE cron_jobs ADD COLUMN project TEXT NOT NULL DEFAULT '';
+UPDATE cron_jobs SET project = COALESCE((SELECT cwd FROM sessions WHERE sessions.id = cron_jobs.session_id), '');
+CREATE INDEX cron_jobs_by_project ON cron_jobs (project);
+CREATE TABLE job_reports (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    job_id TEXT NOT NULL,
+    ran_at INTEGER NOT NULL,
+    report TEXT NOT NULL
+);
+CREATE INDEX job_reports_by_session ON job_reports (session_id, id);
+"#,
 ];
 
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
@@ -172,9 +186,11 @@ fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
 /// Open (creating if needed) and configure the database at `path`.
 fn connect(path: &Path) -> Result<Connection, StoreError> {
     let failed = |message: String| StoreError::Open { path: path.to_path_buf(), message };
+    // The database holds every prompt and every file read: the folder and the file are the user's alone.
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| failed(e.to_string()))?;
+        crate::private::secure_data_dir(dir).map_err(|e| failed(e.to_string()))?;
     }
+    crate::private::touch(path).map_err(|e| failed(e.to_string()))?;
     let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
     let mut waited = Duration::ZERO;
     loop {

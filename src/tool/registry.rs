@@ -303,11 +303,13 @@ pub async fn preview_and_save(ctx: &Context, text: String) -> String {
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
         .collect();
     let path = ctx.output_dir.join(format!("tool_{safe_id}_{}.txt", uuid::Uuid::new_v4().simple()));
-    let saved = async {
-        tokio::fs::create_dir_all(&ctx.output_dir).await?;
-        tokio::fs::write(&path, text.as_bytes()).await
-    }
-    .await;
+    let (dir, file) = (ctx.output_dir.clone(), path.clone());
+    let saved = tokio::task::spawn_blocking(move || {
+        crate::private::dir(&dir)?;
+        crate::private::write(&file, text.as_bytes())
+    })
+    .await
+    .unwrap_or_else(|e| Err(std::io::Error::other(e)));
     match saved {
         Ok(()) => format!(
             "{preview}\n\nThe output was truncated. Full output saved to: {}\nUse grep on that file, or read it with offset/limit, to see the rest.",

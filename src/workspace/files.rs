@@ -665,8 +665,20 @@ impl Files {
     /// planted to point elsewhere since). No formatter runs, and the model must read the file again before
     /// changing it.
     pub async fn restore(&self, path: &Path, content: &[u8]) -> Result<Via, String> {
+        self.restore_at(path, content, false).await
+    }
+
+    /// [`Files::restore`] at `path` outside the session's roots, which the user allowed after being shown it
+    /// (resolved: the caller passes the real path).
+    pub async fn restore_outside(&self, path: &Path, content: &[u8]) -> Result<Via, String> {
+        self.restore_at(path, content, true).await
+    }
+
+    async fn restore_at(&self, path: &Path, content: &[u8], allowed_outside: bool) -> Result<Via, String> {
         let parent = path.parent().ok_or_else(|| format!("{} names no file", path.display()))?;
-        self.check_boundary(parent).map_err(|e| e.to_string())?;
+        if !allowed_outside {
+            self.check_boundary(parent).map_err(|e| e.to_string())?;
+        }
         self.ledger().remove(path);
         let link = tokio::fs::symlink_metadata(path).await.is_ok_and(|m| m.file_type().is_symlink());
         if link {

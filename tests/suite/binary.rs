@@ -690,3 +690,44 @@ async fn the_binary_runs_the_editors_mcp_server_without_provider_keys_and_leaves
     assert!(wait_exit(&mut child).await.success());
     assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
 }
+
+#[tokio::test]
+async fn a_provider_error_that_repeats_the_key_reaches_neither_the_editor_nor_the_log() {
+    const KEY: &str = "sk-live-4f9a8b7c6d5e3a2b";
+    let env = Env::new();
+    let echo = |code: u16| {
+        let body = json!({"error": {"message": format!("Incorrect API key provided: {KEY}"), "type": "invalid_request_error"}});
+        status(code, body, &[("retry-after", "0")])
+    };
+    let model = FakeModel::start(vec![echo(503), echo(401)]).await;
+    let mut command = env.command(&model, &["acp"]);
+    command.env("TINYCODE_API_KEY", KEY);
+    let mut child = command.spawn().unwrap();
+    let frames = std::sync::Arc::new(Tap::default());
+    let (stdin, stdout) = tap(child.stdin.take().unwrap(), child.stdout.take().unwrap(), frames.clone());
+    let cwd = env.cwd();
+    let failed = Client
+        .v1()
+        .connect_with(ByteStreams::new(stdin.compat_write(), stdout.compat()), async move |cx| {
+            cx.send_request(acp::InitializeRequest::new(ProtocolVersion::V1)).block_task().await?;
+            let session = cx.send_request(acp::NewSessionRequest::new(cwd)).block_task().await?;
+            let prompt = acp::PromptRequest::new(
+                session.session_id,
+                vec![acp::ContentBlock::Text(acp::TextContent::new("hi"))],
+            );
+            Ok(cx.send_request(prompt).block_task().await.map(|_| ()))
+        })
+        .await
+        .unwrap();
+    let error = failed.unwrap_err();
+    assert_eq!(
+        error.message,
+        "Model request failed: the model provider rejected the credentials (HTTP 401): Incorrect API key provided: [redacted]; fix the key: set TINYCODE_API_KEY."
+    );
+    wait_exit(&mut child).await;
+    let mut logs = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut logs).await.unwrap();
+    assert!(!logs.contains(KEY), "{logs}");
+    assert!(logs.contains("Incorrect API key provided: [redacted]"), "the retry was logged: {logs}");
+    model.assert_done();
+}

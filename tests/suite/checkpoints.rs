@@ -277,3 +277,46 @@ async fn checkpoints_survive_a_restart_and_go_with_their_session() {
     h.client.call(acp::DeleteSessionRequest::new(session)).await.unwrap();
     assert_eq!((count("checkpoints"), count("checkpoint_files")), (0, 0));
 }
+
+#[tokio::test]
+async fn undo_through_a_directory_replaced_by_a_symlink_asks_with_the_real_outside_path_and_touches_nothing_when_rejected()
+ {
+    let h = Harness::start(vec![]).await;
+    let made = h.cwd.join("new/b.txt");
+    h.model.script(steps(
+        vec![vec![call("w", "write", json!({"file_path": made, "content": "agent\n"}))]],
+        "done",
+    ));
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "make new/b.txt").await.unwrap();
+    // The directory the turn made is swapped for a link to a folder outside holding a file of the same content.
+    let outside = h.root.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("b.txt"), "agent\n").unwrap();
+    std::fs::remove_dir_all(h.cwd.join("new")).unwrap();
+    std::os::unix::fs::symlink(&outside, h.cwd.join("new")).unwrap();
+
+    h.client.answer_permissions(&[Answer::Pick(K::RejectOnce)]);
+    h.client.prompt(&session, "/undo").await.unwrap();
+    assert_eq!(read(&outside.join("b.txt")).as_deref(), Some("agent\n"), "the outside file is untouched");
+    let asks = h.client.log.permission_requests.lock().unwrap().clone();
+    assert_eq!(asks.len(), 2, "the undo asked");
+    let ask = serde_json::to_value(&asks[1]).unwrap();
+    assert_eq!(
+        ask["toolCall"]["content"][0]["content"]["text"],
+        format!(
+            "`new/b.txt` leads outside the workspace, to {}: reverting deletes it.",
+            outside.join("b.txt").display()
+        )
+    );
+    assert_eq!(ask["toolCall"]["locations"][0]["path"], json!(outside.join("b.txt")));
+    let kinds: Vec<&str> =
+        ask["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, vec!["allow_once", "reject_once", "reject_always"], "no \"always allow\"");
+    assert_eq!(
+        last_said(&h, &session),
+        "Nothing was reverted. A file leads outside the workspace, and the revert was not allowed."
+    );
+    h.model.assert_done();
+}

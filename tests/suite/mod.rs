@@ -20,6 +20,7 @@ mod mcp;
 mod modes;
 mod packaging;
 mod permission;
+mod private_data;
 mod protocol;
 mod providers;
 mod questions;

@@ -82,8 +82,8 @@ async fn a_durable_job_fires_after_a_restart_without_an_editor_and_its_turn_is_s
     let session = h.session().await;
     h.client.prompt(&session, "every morning at 8").await.unwrap();
     h.restart().await;
-    // Any request that needs the store waits until it is open, and opening it schedules the stored jobs.
-    h.client.call(acp::ListSessionsRequest::new()).await.unwrap();
+    // A job fires only in a process serving its project: an editor opens another session there.
+    h.client.new_session(&h.cwd).await;
     let mut events = h.bus.subscribe();
     // 08:00:10 plus the longest offset a recurring job may fire after its match.
     clock.set(START + 30 * 60_000 + tinycode::schedule::MAX_JITTER.as_millis() as i64);
@@ -191,5 +191,141 @@ async fn with_durable_jobs_turned_off_a_durable_job_is_made_for_the_session_only
             "Scheduled {id} `0 9 * * *` (once, ends with this session; next 2026-12-01T09:00:00.000Z): standup. It runs only while tinycode runs; a firing missed meanwhile is skipped. Durable jobs are turned off in the user's configuration, so this one ends with the session."
         )
     );
+    h.model.assert_done();
+}
+
+/// The options an ask offered, by kind.
+fn offered(ask: &acp::RequestPermissionRequest) -> Vec<String> {
+    let ask = serde_json::to_value(ask).unwrap();
+    ask["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn creating_a_job_asks_in_accept_edits_and_yolo_and_never_offers_always() {
+    let h = Setup::new(vec![
+        create("a", json!({"cron": "0 9 * * *", "prompt": "standup"})),
+        answer(&["asked"]),
+        create("y", json!({"cron": "0 9 * * *", "prompt": "standup", "durable": true})),
+        answer(&["asked again"]),
+    ])
+    .clock(Clock::Manual(ManualClock::new(START)))
+    .start()
+    .await;
+    let session = h.session().await;
+    h.client.call(acp::SetSessionModeRequest::new(session.clone(), "accept-edits")).await.unwrap();
+    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    h.client.prompt(&session, "every morning").await.unwrap();
+    assert!(tool_result(&h.model.messages(1), "a").starts_with("Scheduled cron_"));
+    h.client.call(acp::SetSessionModeRequest::new(session.clone(), "yolo")).await.unwrap();
+    h.client.answer_permissions(&[Answer::Pick(K::RejectOnce)]);
+    h.client.prompt(&session, "and keep it").await.unwrap();
+    assert_eq!(
+        tool_result(&h.model.messages(3), "y"),
+        "The user declined this tool call. Do not retry it; ask the user how to proceed if needed."
+    );
+    let asks = h.client.log.permission_requests.lock().unwrap().clone();
+    assert_eq!(asks.len(), 2, "both modes asked, and the first answer was not remembered");
+    for ask in &asks {
+        assert_eq!(offered(ask), vec!["allow_once", "reject_once", "reject_always"]);
+        let ask = serde_json::to_value(ask).unwrap();
+        assert_eq!(ask["toolCall"]["title"], "Schedule `0 9 * * *`");
+    }
+    h.model.assert_done();
+}
+
+/// Wait for the next `JobRan` on `events`.
+async fn next_run(events: &mut tokio::sync::broadcast::Receiver<tinycode::bus::Event>) -> String {
+    let ran = async {
+        loop {
+            if let tinycode::bus::Event::JobRan { session_id, .. } = events.recv().await.unwrap() {
+                return session_id;
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE, ran).await.expect("the job did not fire")
+}
+
+/// The durable jobs in the harness's database: (id, last_fired).
+fn stored_jobs(h: &Harness) -> Vec<(String, Option<i64>)> {
+    let db = rusqlite::Connection::open(h.data.join("tinycode.db")).unwrap();
+    let mut statement = db.prepare("SELECT id, last_fired FROM cron_jobs ORDER BY id").unwrap();
+    statement.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
+const DAY: i64 = 24 * 3_600_000;
+
+#[tokio::test]
+async fn a_durable_job_of_one_project_does_not_fire_in_a_process_serving_another() {
+    let clock = ManualClock::new(START);
+    let mut h = Setup::new(vec![
+        create("c", json!({"cron": "0 8 * * *", "prompt": "summarise the logs", "durable": true})),
+        answer(&["scheduled"]),
+        answer(&["done on day two"]),
+    ])
+    .clock(Clock::Manual(clock.clone()))
+    .start()
+    .await;
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    h.client.prompt(&session, "every morning at 8").await.unwrap();
+    h.restart().await;
+    let other = h.root.path().join("other-project");
+    std::fs::create_dir_all(&other).unwrap();
+    h.client.new_session(&other).await;
+    let mut events = h.bus.subscribe();
+    let jitter = tinycode::schedule::MAX_JITTER.as_millis() as i64;
+    // Day one, 08:00 and the longest offset: this process serves only the other project.
+    let day_one = START + 30 * 60_000 + jitter;
+    clock.set(day_one);
+    // Now it serves the job's project too: the job fires from its next match on.
+    h.client.new_session(&h.cwd).await;
+    clock.set(day_one + DAY);
+    assert_eq!(next_run(&mut events).await, session.0.as_ref());
+    let fired = stored_jobs(&h);
+    assert_eq!(fired.len(), 1);
+    let last = fired[0].1.expect("claimed");
+    assert!(last > day_one, "the first firing was on day two, not while only the other project was served");
+    h.model.assert_done();
+}
+
+#[tokio::test]
+async fn a_job_made_in_yolo_runs_with_default_rights_and_what_it_did_is_shown_when_the_session_is_opened() {
+    let clock = ManualClock::new(START);
+    let mut h = Setup::new(vec![
+        create("c", json!({"cron": "0 8 * * *", "prompt": "clean up", "durable": true, "recurring": false})),
+        answer(&["scheduled"]),
+        calls(&[(
+            "rm",
+            "bash",
+            &json!({"command": "touch pwned", "description": "make a file"}).to_string(),
+        )]),
+        answer(&["could not"]),
+    ])
+    .clock(Clock::Manual(clock.clone()))
+    .start()
+    .await;
+    let session = h.session().await;
+    h.client.call(acp::SetSessionModeRequest::new(session.clone(), "yolo")).await.unwrap();
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    h.client.prompt(&session, "clean up at 8").await.unwrap();
+    h.restart().await;
+    h.client.new_session(&h.cwd).await;
+    let mut events = h.bus.subscribe();
+    clock.set(START + 30 * 60_000);
+    assert_eq!(next_run(&mut events).await, session.0.as_ref());
+    assert!(!h.cwd.join("pwned").exists(), "the unattended turn had no yolo rights");
+    assert_eq!(
+        tool_result(&h.model.messages(3), "rm"),
+        "The user declined this tool call. Do not retry it; ask the user how to proceed if needed."
+    );
+    let before = h.client.updates(&session).len();
+    h.client.call(acp::ResumeSessionRequest::new(session.clone(), h.cwd.clone())).await.unwrap();
+    let phrase = "ran while this session was not open";
+    h.client.wait_for("the notice", |all| all.iter().any(|u| u.to_string().contains(phrase))).await;
+    let shown: Vec<String> =
+        h.client.updates(&session).split_off(before).iter().map(|u| u.to_string()).collect();
+    let notice = shown.iter().find(|t| t.contains(phrase)).unwrap_or_else(|| panic!("{shown:?}"));
+    assert!(notice.contains("Scheduled job `cron_"), "{notice}");
+    assert!(notice.contains("- `touch pwned`: declined (nobody was there to answer)"), "{notice}");
     h.model.assert_done();
 }

@@ -218,6 +218,8 @@ async fn large_output_is_middle_out_with_the_complete_log_saved_and_bounded_live
     let log = log_line.rsplit(": ").next().unwrap();
     let full = std::fs::read_to_string(log).unwrap();
     assert_eq!(full.lines().count(), 200_000);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(log).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the command's log is the user's alone");
     assert!(result.len() < 51_200 + 1_000);
     let updates = h.client.updates(&session);
     let live: Vec<&Value> = updates

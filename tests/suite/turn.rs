@@ -385,6 +385,10 @@ async fn huge_tool_output_is_previewed_head_and_tail_and_saved_in_full() {
         saved_line.trim_start_matches("The output was truncated. Full output saved to: "),
     );
     assert!(saved.starts_with(h.data.join("tool-output")), "{}", saved.display());
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+    };
+    assert_eq!((mode(&h.data.join("tool-output")), mode(&saved)), (0o700, 0o600), "the user's alone");
     let full = std::fs::read_to_string(&saved).unwrap();
     assert_eq!(full.lines().filter(|l| l.ends_with(".txt")).count(), 1_000);
     assert!(full.contains("(Results are truncated: showing the 1000 newest of 1100 files."));

@@ -132,6 +132,26 @@ pub struct Endpoint {
     pub connect_timeout: Duration,
     /// The idle timer, the response deadline and the output cap.
     pub limits: Limits,
+    /// Every key the configuration holds (this provider's and the others'): no error text that leaves the llm
+    /// layer, and no log line, carries one ([`Endpoint::redact`]).
+    pub secrets: std::sync::Arc<[String]>,
+}
+
+/// What stands in an error text where a configured key was.
+pub const REDACTED: &str = "[redacted]";
+
+/// Keys shorter than this are not looked for: they would match ordinary words of a message.
+const MIN_SECRET: usize = 6;
+
+/// `text` with every one of `secrets` replaced by [`REDACTED`], longest first (a key may contain another).
+pub fn redact(text: &str, secrets: &[String]) -> String {
+    let mut found: Vec<&String> =
+        secrets.iter().filter(|s| s.len() >= MIN_SECRET && text.contains(s.as_str())).collect();
+    if found.is_empty() {
+        return text.to_string();
+    }
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found.iter().fold(text.to_string(), |text, secret| text.replace(secret.as_str(), REDACTED))
 }
 
 /// The `scheme://host:port` of a URL, as messages show it.
@@ -204,6 +224,11 @@ impl Endpoint {
             });
         }
         Ok(url)
+    }
+
+    /// `text` with every configured key replaced by [`REDACTED`].
+    pub fn redact(&self, text: &str) -> String {
+        redact(text, &self.secrets)
     }
 
     /// `base_url` + `path`.
@@ -542,20 +567,22 @@ where
 {
     let last = std::sync::Mutex::new(None);
     let deadline = tokio::time::Instant::now() + endpoint.limits.deadline;
-    tokio::select! {
+    // Every model request's errors leave the llm layer here: each text is cleared of configured keys.
+    let result = tokio::select! {
         biased;
         () = cancel.cancelled() => Err(LlmError::Cancelled),
-        result = attempts(&endpoint.retry, emitted, notice, &last, attempt) => result,
+        result = attempts(endpoint, emitted, notice, &last, attempt) => result,
         () = tokio::time::sleep_until(deadline) => Err(LlmError::Deadline {
             limit: limits::describe(endpoint.limits.deadline),
             last: last.lock().ok().and_then(|l| l.clone()),
         }),
-    }
+    };
+    result.map_err(|error| error.redacted(&|text| endpoint.redact(text)))
 }
 
 /// Every attempt the retry policy allows; the message of each failed one goes to `last`.
 async fn attempts<F, Fut>(
-    retry: &RetryConfig,
+    endpoint: &Endpoint,
     emitted: &AtomicBool,
     notice: &(dyn Fn(Delta) + Send + Sync),
     last: &std::sync::Mutex<Option<String>>,
@@ -565,12 +592,16 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Response, Attempt>>,
 {
+    let retry = &endpoint.retry;
     let mut number = 0;
     loop {
         let (message, reason, wait) = match attempt().await {
             Ok(response) => return Ok(response),
             Err(Attempt::Fatal(error)) => return Err(error),
-            Err(Attempt::Retry { message, reason, wait }) => (message, reason, wait),
+            // Logged and kept below: cleared of keys first.
+            Err(Attempt::Retry { message, reason, wait }) => {
+                (endpoint.redact(&message), endpoint.redact(&reason), wait)
+            }
         };
         if let Ok(mut last) = last.lock() {
             *last = Some(message.clone());

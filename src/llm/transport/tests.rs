@@ -27,6 +27,7 @@ fn endpoint(base_url: &str) -> Endpoint {
             deadline: Duration::from_secs(600),
             output_tokens: 100,
         },
+        secrets: std::sync::Arc::from(vec!["sk-secret-1234".to_string()]),
     }
 }
 
@@ -372,4 +373,36 @@ fn the_stop_messages_name_the_limit_and_what_to_change() {
         LlmError::OutputCap { tokens: 32_000 }.user_message(),
         "Model request failed: the response exceeded the output cap of 32000 tokens. Set max_output_tokens in the config to allow longer responses."
     );
+}
+
+#[tokio::test]
+async fn errors_that_repeat_a_configured_key_leave_the_transport_with_the_key_redacted() {
+    let e = endpoint("x");
+    let tries = Mutex::new(0);
+    let result = with_retries(&e, &AtomicBool::new(false), &CancellationToken::new(), &|_| {}, || async {
+        let mut tries = tries.lock().unwrap();
+        *tries += 1;
+        match *tries {
+            1 => Err(Attempt::retry("HTTP 503", "bad key sk-secret-1234")),
+            _ => {
+                let body = r#"{"error": {"message": "Incorrect API key provided: sk-secret-1234"}}"#;
+                Err(classify(401, &HeaderMap::new(), body))
+            }
+        }
+    })
+    .await;
+    assert_eq!(
+        result,
+        Err(LlmError::Auth {
+            status: 401,
+            message: "Incorrect API key provided: [redacted]".into(),
+            help: String::new()
+        })
+    );
+    assert_eq!(
+        redact("a sk-secret-1234 and sk-secret-12345", &["sk-secret-1234".into(), "sk-secret-12345".into()]),
+        "a [redacted] and [redacted]",
+        "the longer key first"
+    );
+    assert_eq!(redact("a key", &["key".into()]), "a key", "too short to look for");
 }

@@ -1,0 +1,118 @@
+//! What tinycode keeps for itself is the user's alone: the data folder holds every prompt, every file the agent
+//! read, checkpoint copies, saved tool output and command logs. Folders made there are 0700 and files 0600, and
+//! when the store opens, a data folder an older version left open (and the files and folders right inside it) is
+//! closed to others.
+//!
+//! Owns the modes of tinycode's own files. Must not touch project files: their modes are the user's.
+
+use std::fs::{DirBuilder, File, OpenOptions, Permissions};
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
+
+/// A folder of tinycode's own.
+pub const DIR_MODE: u32 = 0o700;
+/// A file of tinycode's own.
+pub const FILE_MODE: u32 = 0o600;
+
+/// Make `dir` (missing parents as the system makes them) with the last folder private; an existing one of the
+/// user's is made private.
+pub fn dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match DirBuilder::new().mode(DIR_MODE).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => tighten(dir),
+        Err(e) => Err(e),
+    }
+}
+
+/// Options that create a file as 0600 (an existing file keeps its mode: see [`tighten`]).
+pub fn options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.mode(FILE_MODE);
+    options
+}
+
+/// Write `bytes` to a new or truncated private file at `path`.
+pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut file: File = options().write(true).create(true).truncate(true).open(path)?;
+    io::Write::write_all(&mut file, bytes)?;
+    tighten(path)
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// Close `path` to others when it belongs to the user: a folder gets 0700, a file 0600. Symbolic links and
+/// what belongs to someone else are left alone.
+pub fn tighten(path: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(path)?;
+    let want = match meta.file_type() {
+        t if t.is_dir() => DIR_MODE,
+        t if t.is_file() => FILE_MODE,
+        _ => return Ok(()),
+    };
+    if meta.uid() != euid() || meta.mode() & 0o777 == want {
+        return Ok(());
+    }
+    std::fs::set_permissions(path, Permissions::from_mode(want))
+}
+
+/// Make the data folder private, with what lies right inside it (the database and its log, the folders of tool
+/// output and tasks). Deeper files are out of everyone else's reach once their folders are closed.
+pub fn secure_data_dir(data: &Path) -> io::Result<()> {
+    dir(data)?;
+    for entry in std::fs::read_dir(data)?.flatten() {
+        if let Err(e) = tighten(&entry.path()) {
+            tracing::warn!(path = %entry.path().display(), error = %e, "could not make a data file private");
+        }
+    }
+    Ok(())
+}
+
+/// Create `path` empty and private if it does not exist yet (so SQLite, which gives its log files the
+/// database's mode, makes those private too), else make it private.
+pub fn touch(path: &Path) -> io::Result<()> {
+    match options().write(true).create_new(true).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => tighten(path),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::symlink_metadata(path).unwrap().mode() & 0o777
+    }
+
+    #[test]
+    fn folders_and_files_are_made_private_and_open_ones_are_closed() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("a/data");
+        dir(&data).unwrap();
+        assert_eq!(mode(&data), 0o700);
+        write(&data.join("out.txt"), b"x").unwrap();
+        assert_eq!(mode(&data.join("out.txt")), 0o600);
+        std::fs::set_permissions(&data, Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(data.join("old.db"), "x").unwrap();
+        std::fs::set_permissions(data.join("old.db"), Permissions::from_mode(0o644)).unwrap();
+        std::fs::create_dir(data.join("tasks")).unwrap();
+        std::fs::set_permissions(data.join("tasks"), Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", data.join("link")).unwrap();
+        secure_data_dir(&data).unwrap();
+        assert_eq!(
+            [mode(&data), mode(&data.join("old.db")), mode(&data.join("tasks"))],
+            [0o700, 0o600, 0o700]
+        );
+        touch(&data.join("new.db")).unwrap();
+        assert_eq!(mode(&data.join("new.db")), 0o600);
+        assert_eq!(std::fs::read(data.join("old.db")).unwrap(), b"x", "contents are left as they were");
+    }
+}

@@ -1,7 +1,8 @@
 //! What tinycode keeps for itself is the user's alone: the data folder holds every prompt, every file the agent
 //! read, checkpoint copies, saved tool output and command logs. Folders made there are 0700 and files 0600, and
-//! when the store opens, a data folder an older version left open (and the files and folders right inside it) is
-//! closed to others.
+//! when the store opens, a data folder an older version left open (and what tinycode keeps right inside it) is
+//! closed to others. A shared folder (world-writable or sticky, such as `/tmp`) named as the data folder is left
+//! as it is, and so is anything in the data folder that tinycode did not put there.
 //!
 //! Owns the modes of tinycode's own files. Must not touch project files: their modes are the user's.
 
@@ -14,6 +15,17 @@ use std::path::Path;
 pub const DIR_MODE: u32 = 0o700;
 /// A file of tinycode's own.
 pub const FILE_MODE: u32 = 0o600;
+
+/// What tinycode keeps right inside its data folder (the data folder may be one the user has other things in).
+const KEPT: [&str; 7] = [
+    "tinycode.db",
+    "tinycode.db-wal",
+    "tinycode.db-shm",
+    "tinycode.db-journal",
+    "tool-output",
+    "tasks",
+    "worktrees",
+];
 
 /// Make `dir` (missing parents as the system makes them) with the last folder private; an existing one of the
 /// user's is made private.
@@ -47,12 +59,12 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Close `path` to others when it belongs to the user: a folder gets 0700, a file 0600. Symbolic links and
-/// what belongs to someone else are left alone.
+/// Close `path` to others when it belongs to the user: a folder gets 0700, a file 0600. Symbolic links, what
+/// belongs to someone else and shared folders (world-writable or sticky, such as `/tmp`) are left alone.
 pub fn tighten(path: &Path) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     let want = match meta.file_type() {
-        t if t.is_dir() => DIR_MODE,
+        t if t.is_dir() && meta.mode() & 0o1002 == 0 => DIR_MODE,
         t if t.is_file() => FILE_MODE,
         _ => return Ok(()),
     };
@@ -66,9 +78,12 @@ pub fn tighten(path: &Path) -> io::Result<()> {
 /// output and tasks). Deeper files are out of everyone else's reach once their folders are closed.
 pub fn secure_data_dir(data: &Path) -> io::Result<()> {
     dir(data)?;
-    for entry in std::fs::read_dir(data)?.flatten() {
-        if let Err(e) = tighten(&entry.path()) {
-            tracing::warn!(path = %entry.path().display(), error = %e, "could not make a data file private");
+    for name in KEPT {
+        match tighten(&data.join(name)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                tracing::warn!(path = %data.join(name).display(), error = %e, "could not make a data file private");
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -101,18 +116,35 @@ mod tests {
         write(&data.join("out.txt"), b"x").unwrap();
         assert_eq!(mode(&data.join("out.txt")), 0o600);
         std::fs::set_permissions(&data, Permissions::from_mode(0o755)).unwrap();
-        std::fs::write(data.join("old.db"), "x").unwrap();
-        std::fs::set_permissions(data.join("old.db"), Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(data.join("tinycode.db"), "x").unwrap();
+        std::fs::set_permissions(data.join("tinycode.db"), Permissions::from_mode(0o644)).unwrap();
         std::fs::create_dir(data.join("tasks")).unwrap();
         std::fs::set_permissions(data.join("tasks"), Permissions::from_mode(0o755)).unwrap();
-        std::os::unix::fs::symlink("/etc/hostname", data.join("link")).unwrap();
+        std::fs::write(data.join("notes.txt"), "x").unwrap();
+        std::fs::set_permissions(data.join("notes.txt"), Permissions::from_mode(0o644)).unwrap();
+        std::os::unix::fs::symlink("/etc/hostname", data.join("worktrees")).unwrap();
         secure_data_dir(&data).unwrap();
         assert_eq!(
-            [mode(&data), mode(&data.join("old.db")), mode(&data.join("tasks"))],
-            [0o700, 0o600, 0o700]
+            [
+                mode(&data),
+                mode(&data.join("tinycode.db")),
+                mode(&data.join("tasks")),
+                mode(&data.join("notes.txt"))
+            ],
+            [0o700, 0o600, 0o700, 0o644],
+            "what tinycode did not put there is left alone"
         );
+        assert_eq!(std::fs::read(data.join("tinycode.db")).unwrap(), b"x", "contents are left as they were");
         touch(&data.join("new.db")).unwrap();
         assert_eq!(mode(&data.join("new.db")), 0o600);
-        assert_eq!(std::fs::read(data.join("old.db")).unwrap(), b"x", "contents are left as they were");
+        let shared = root.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, Permissions::from_mode(0o1777)).unwrap();
+        dir(&shared).unwrap();
+        assert_eq!(
+            std::fs::symlink_metadata(&shared).unwrap().mode() & 0o7777,
+            0o1777,
+            "a shared folder stays shared"
+        );
     }
 }

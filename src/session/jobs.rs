@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::manager::Manager;
 use super::settings::ConfigOption;
-use super::{Seams, Session, SettingsSink};
+use super::{Seams, Session, SettingsSink, lock};
 use crate::agent::{AgentEvent, EventSink, ToolStatus};
 use crate::control::{Job as ToolJob, Jobs, NewJob};
 use crate::llm::UserPart;
@@ -156,13 +156,6 @@ impl Witness {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    match mutex.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    }
-}
-
 impl EventSink for Witness {
     fn emit(&self, event: AgentEvent) {
         match event {
@@ -193,7 +186,8 @@ impl SettingsSink for Witness {
 impl Approver for Witness {
     fn ask<'a>(&'a self, ask: &'a Ask) -> BoxFuture<'a, Reply> {
         let mut calls = lock(&self.calls);
-        let title = calls.get(&ask.call_id).map(|(t, _)| t.clone()).unwrap_or(ask.presentation.title.clone());
+        let title =
+            calls.get(&ask.call_id).map_or_else(|| ask.presentation.title.clone(), |(t, _)| t.clone());
         calls.insert(ask.call_id.clone(), (title, true));
         Box::pin(async { Reply::RejectOnce })
     }

@@ -118,7 +118,8 @@ async fn the_model_lists_and_deletes_jobs_and_bad_expressions_come_back_with_the
         answer(&["listed"]),
     ])
     .await;
-    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    // Each creation that passes the expression check asks ("never" is asked about, then fails to schedule).
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce), Answer::Pick(K::AllowOnce)]);
     let session = h.session().await;
     h.client.prompt(&session, "schedule things").await.unwrap();
     assert_eq!(
@@ -144,6 +145,8 @@ async fn the_model_lists_and_deletes_jobs_and_bad_expressions_come_back_with_the
         calls(&[("l2", "cron_list", "{}")]),
         answer(&["gone"]),
     ]);
+    // Deleting a job asks as an edit of the session's schedule does; "always" covers the second delete.
+    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
     h.client.prompt(&session, "delete it").await.unwrap();
     assert_eq!(tool_result(&h.model.messages(6), "d"), format!("Deleted {id}; it will not fire again."));
     assert_eq!(
@@ -213,7 +216,7 @@ async fn creating_a_job_asks_in_accept_edits_and_yolo_and_never_offers_always() 
     .await;
     let session = h.session().await;
     h.client.call(acp::SetSessionModeRequest::new(session.clone(), "accept-edits")).await.unwrap();
-    h.client.answer_permissions(&[Answer::Pick(K::AllowAlways)]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
     h.client.prompt(&session, "every morning").await.unwrap();
     assert!(tool_result(&h.model.messages(1), "a").starts_with("Scheduled cron_"));
     h.client.call(acp::SetSessionModeRequest::new(session.clone(), "yolo")).await.unwrap();

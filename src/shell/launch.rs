@@ -115,10 +115,14 @@ fn executable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
-/// The directories of `path_var` a program may come from when the project is not trusted: absolute, existing,
-/// and outside every root (as written and with symlinks resolved), each as its resolved path.
+/// Where programs are looked for when there is no `PATH` (as `execvp` does).
+const DEFAULT_PATH: &str = "/usr/bin:/bin";
+
+/// The directories of `path_var` (without one, [`DEFAULT_PATH`]'s) a program may come from when the project is not
+/// trusted: absolute, existing, and outside every root (as written and with symlinks resolved), each as its
+/// resolved path.
 pub fn outside_dirs(path_var: Option<&OsStr>, roots: &[PathBuf]) -> Vec<PathBuf> {
-    let Some(path_var) = path_var else { return Vec::new() };
+    let path_var = path_var.unwrap_or(OsStr::new(DEFAULT_PATH));
     let mut dirs: Vec<PathBuf> = Vec::new();
     for dir in std::env::split_paths(path_var).filter(|d| d.is_absolute()) {
         let Ok(real) = std::fs::canonicalize(&dir) else { continue };
@@ -290,7 +294,11 @@ impl Launcher {
         let roots = self.roots();
         let dirs = outside_dirs(path_var, &roots);
         let program = resolve_outside(program, &dirs, &roots)?;
-        let path = std::env::join_paths(&dirs).unwrap_or_default();
+        // Never an empty PATH: an empty entry would mean the current directory, the project.
+        let path = std::env::join_paths(&dirs)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/nonexistent".into());
         let toolchain = self.toolchain.get_or_init(|| self.user_toolchain(&roots)).clone();
         let environment = self.environment.with([("PATH", path), ("RUSTUP_TOOLCHAIN", toolchain)]);
         Ok(Ready { program, environment })

@@ -224,6 +224,8 @@ pub fn spawn_server(
     cwd: &Path,
     env: &Environment,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
+    // A missing or unreadable program says so in the system's words, not as the supervisor's shell failing.
+    std::fs::metadata(cwd.join(program))?;
     let direct = || {
         let mut builder = tokio::process::Command::new(program);
         builder.args(args);

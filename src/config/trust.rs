@@ -248,7 +248,8 @@ impl Request {
 }
 
 /// `tinycode trust [--revoke] [PATH]`: trust the settings the project file at `path` sets now (or stop trusting
-/// the project). Returns what to tell the user.
+/// the project). A project that sets nothing needing trust is trusted as a whole (the user's formatters and
+/// language servers run only in trusted projects). Returns what to tell the user.
 pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, String> {
     let project = std::fs::canonicalize(path).map_err(|e| format!("cannot use {}: {e}", path.display()))?;
     if !project.is_dir() {
@@ -270,11 +271,15 @@ pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, S
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
         let descriptions = super::tools::read_dir(&project.join(".tinycode").join(super::tools::TOOLS_DIR));
-        return Ok(if gated.is_empty() && descriptions.is_empty() {
-            format!("{} sets nothing that needs trust; there is nothing to trust.", file.display())
-        } else {
-            format!("{} is already trusted with its current settings.", project.display())
-        });
+        if gated.is_empty() && descriptions.is_empty() {
+            // Nothing of its own to trust, but the user's formatters and language servers wait for trust there.
+            trust.grant_project(&project).map_err(|e| e.to_string())?;
+            return Ok(format!(
+                "Trusted {}: your formatters and language servers now run in it.",
+                project.display()
+            ));
+        }
+        return Ok(format!("{} is already trusted with its current settings.", project.display()));
     };
     trust.grant(&request).map_err(|e| e.to_string())?;
     let mut text =
@@ -436,6 +441,18 @@ impl Trust {
             Some(_) => Standing::Changed,
             None => Standing::Unknown,
         }
+    }
+
+    /// Has the user trusted `project` (canonical), with whatever settings, in this process or in the record? With
+    /// the project's current settings trusted too (`Loaded::untrusted` is `None`), the project is trusted: the
+    /// user's formatters and language servers run in it.
+    pub fn knows(&self, project: &Path) -> bool {
+        lock(&self.trusted).iter().any(|(p, _)| p == project) || self.entry(project).is_some()
+    }
+
+    /// Trust `project` (canonical), whose file sets nothing that needs trust, for this process and in the record.
+    pub fn grant_project(&self, project: &Path) -> Result<(), TrustError> {
+        self.grant(&Request::new(project, &super::Config::project_file(project), &[]))
     }
 
     /// Trust the settings `request` describes, for this process and in the record.

@@ -1,4 +1,5 @@
-//! One running language server: the process (its own process group, the session's command environment), one
+//! One running language server: the process (its own process group, supervised like commands, with the environment
+//! the launcher gave it), one
 //! writer task so frames never interleave, one reader task that resolves our requests, answers every request
 //! of the server (configuration, progress tokens, capability registration, workspace folders; unknown methods
 //! get "method not found"), and keeps the latest `publishDiagnostics` per file. Documents are synced whole:
@@ -20,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::framing;
 use super::servers::{language_id, path_of, uri_of};
-use crate::shell::environment::Environment;
+use crate::shell::launch::Ready;
 use crate::shell::process::{self, Group};
 use crate::workspace::diagnostics::{Diagnostic, Severity};
 
@@ -192,14 +193,9 @@ fn describe(status: std::io::Result<ExitStatus>) -> String {
 }
 
 impl Client {
-    /// Start `program args…` in `root` and wire up its pipes. The server is not initialized yet.
-    pub fn spawn(
-        program: &Path,
-        args: &[String],
-        root: &Path,
-        env: &Environment,
-    ) -> std::io::Result<Arc<Client>> {
-        let (mut child, group) = process::spawn_server(program, args, root, env)?;
+    /// Start the `ready` program with `args` in `root` and wire up its pipes. The server is not initialized yet.
+    pub fn spawn(ready: &Ready, args: &[String], root: &Path) -> std::io::Result<Arc<Client>> {
+        let (mut child, group) = process::spawn_server(&ready.program, args, root, &ready.environment)?;
         let group = Arc::new(group);
         let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
         let (outgoing, mut queue) = mpsc::unbounded_channel::<Vec<u8>>();
@@ -266,7 +262,7 @@ impl Client {
                 shared.mark_gone(describe(status));
             });
         }
-        let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = ready.program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         Ok(Arc::new(Client {
             name,
             shared,

@@ -1,5 +1,6 @@
 //! Language-server diagnostics for one session (seeds 003/004): off unless the user turns a language on under
-//! `[lsp]`. Servers are found on `PATH` only, started lazily per language and project root (in the background,
+//! `[lsp]`. Servers start through the session's launcher (`shell::launch`: found outside an untrusted project, and
+//! held until the project is trusted), lazily per language and project root (in the background,
 //! so a slow start never holds an edit longer than the wait budget), told about every write, and waited for at
 //! most `[lsp] timeout_ms` (5 s) per write, settling 150 ms after the last publish. A server that fails to
 //! start or stops is turned off for the rest of the session, with one note. Closing the session shuts every
@@ -23,7 +24,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::LspConfig;
-use crate::shell::environment::Environment;
+use crate::shell::launch::{LaunchError, Launcher, Purpose, Ready};
 use crate::workspace::diagnostics::{Checker, FileDiagnostics, Report, Severity};
 use crate::workspace::regular;
 use client::Client;
@@ -56,7 +57,7 @@ enum Slot {
 /// The language servers of one session.
 pub struct Service {
     config: Mutex<LspConfig>,
-    environment: Arc<Environment>,
+    launcher: Arc<Launcher>,
     /// The session's directory: the root of files without a project marker.
     cwd: PathBuf,
     servers: Mutex<HashMap<(&'static str, PathBuf), watch::Receiver<Slot>>>,
@@ -68,10 +69,10 @@ pub struct Service {
 }
 
 impl Service {
-    pub fn new(config: LspConfig, environment: Arc<Environment>, cwd: &Path) -> Self {
+    pub fn new(config: LspConfig, launcher: Arc<Launcher>, cwd: &Path) -> Self {
         Self {
             config: Mutex::new(config),
-            environment,
+            launcher,
             cwd: cwd.to_path_buf(),
             servers: Mutex::new(HashMap::new()),
             broken: Mutex::new(BTreeSet::new()),
@@ -103,29 +104,39 @@ impl Service {
         }
     }
 
-    /// The language of `path` if it is turned on and not broken.
+    /// The language of `path` if it is turned on and not broken. While the project is not trusted, none is: its
+    /// servers wait (the launcher tells the user once).
     fn language(&self, path: &Path) -> Option<&'static Language> {
         let language = servers::language_of(path)?;
         let on = lock(&self.config).languages.contains_key(language.name);
-        (on && !lock(&self.broken).contains(language.name)).then_some(language)
+        let usable = on && !lock(&self.broken).contains(language.name);
+        (usable && !self.launcher.holds(Purpose::LanguageServer)).then_some(language)
     }
 
-    /// The command to run for `language`: the configured one, else the first known server on `PATH`.
-    fn command(&self, language: &Language) -> Result<(PathBuf, Vec<String>), String> {
+    /// The command to run for `language` in `root`: the configured one, else the first known server the launcher
+    /// finds.
+    fn command(&self, language: &Language, root: &Path) -> Result<(Ready, Vec<String>), String> {
         let configured = lock(&self.config).languages.get(language.name).cloned().flatten();
-        let path_var = self.environment.get("PATH");
+        let prepare = |program: &str| self.launcher.prepare(Purpose::LanguageServer, program, root);
         if let Some(command) = configured {
             let (program, args) = command.split_first().ok_or("an empty command")?;
-            let found = servers::find_program(program, path_var).ok_or_else(|| {
-                format!("The {} language server `{program}` was not found on PATH.", language.name)
-            })?;
-            return Ok((found, args.to_vec()));
+            let ready = prepare(program)
+                .map_err(|e| format!("The {} language server cannot start: {e}.", language.name))?;
+            return Ok((ready, args.to_vec()));
         }
+        let mut refused = None;
         for candidate in language.servers {
             let Some((program, args)) = candidate.split_first() else { continue };
-            if let Some(found) = servers::find_program(program, path_var) {
-                return Ok((found, args.iter().map(|a| a.to_string()).collect()));
+            match prepare(program) {
+                Ok(ready) => return Ok((ready, args.iter().map(|a| a.to_string()).collect())),
+                Err(LaunchError::NotFound { .. } | LaunchError::NotFoundOutside { .. }) => {}
+                Err(e) => {
+                    refused.get_or_insert(e);
+                }
             }
+        }
+        if let Some(e) = refused {
+            return Err(format!("The {} language server cannot start: {e}.", language.name));
         }
         let names: Vec<&str> = language.servers.iter().filter_map(|c| c.first().copied()).collect();
         Err(format!("No {} language server ({}) was found on PATH.", language.name, names.join(", ")))
@@ -163,9 +174,9 @@ impl Service {
     }
 
     async fn start(&self, language: &'static Language, root: &Path) -> Result<Arc<Client>, String> {
-        let (program, args) = self.command(language)?;
-        let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let client = Client::spawn(&program, &args, root, &self.environment).map_err(|e| {
+        let (ready, args) = self.command(language, root)?;
+        let name = ready.program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let client = Client::spawn(&ready, &args, root).map_err(|e| {
             format!("The {} language server `{name}` could not be started: {e}.", language.name)
         })?;
         match tokio::time::timeout(INITIALIZE_TIMEOUT, client.initialize(root)).await {

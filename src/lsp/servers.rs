@@ -2,10 +2,9 @@
 //! ids, the servers tried in order (found on `PATH` only: nothing is ever downloaded), and where a project's
 //! root is (the nearest folder with one of the language's markers; for Rust, the enclosing `[workspace]`).
 //!
-//! Owns that table and the `PATH` lookup. Reads only marker files (capped, regular files only).
+//! Owns that table; the programs are found by the session's launcher (`shell::launch`). Reads only marker files (capped, regular files only).
 
 use std::ffi::OsStr;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::workspace::regular;
@@ -79,26 +78,6 @@ pub fn language_id(path: &Path) -> &'static str {
         Some("c" | "h") => "c",
         Some(_) | None => "cpp",
     }
-}
-
-fn executable(path: &Path) -> bool {
-    regular::check(path).is_ok_and(|meta| meta.permissions().mode() & 0o111 != 0)
-}
-
-/// Where `program` runs from: itself when absolute, else the first executable of that name in `path_var`'s
-/// directories. A relative path with a slash is refused (it would run something from the project).
-pub fn find_program(program: &str, path_var: Option<&OsStr>) -> Option<PathBuf> {
-    let given = Path::new(program);
-    if given.is_absolute() {
-        return executable(given).then(|| given.to_path_buf());
-    }
-    if program.contains('/') || program.is_empty() {
-        return None;
-    }
-    std::env::split_paths(path_var?)
-        .filter(|dir| dir.is_absolute())
-        .map(|dir| dir.join(program))
-        .find(|candidate| executable(candidate))
 }
 
 fn has_marker(dir: &Path, markers: &[&str]) -> bool {
@@ -196,18 +175,5 @@ mod tests {
         std::fs::write(root.join("crates/a/pyproject.toml"), "").unwrap();
         assert_eq!(root_for(&LANGUAGES[1], &root.join("crates/a/src/x.py"), root), root.join("crates/a"));
         assert_eq!(root_for(&LANGUAGES[3], &root.join("crates/a/src/x.go"), root), root);
-    }
-
-    #[test]
-    fn programs_are_found_on_path_only_and_relative_paths_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let tool = dir.path().join("fake-ls");
-        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let path_var = std::env::join_paths([Path::new("/nonexistent"), dir.path()]).unwrap();
-        assert_eq!(find_program("fake-ls", Some(&path_var)), Some(tool.clone()));
-        assert_eq!(find_program(tool.to_str().unwrap(), None), Some(tool));
-        assert_eq!(find_program("./fake-ls", Some(&path_var)), None);
-        assert_eq!(find_program("missing-ls", Some(&path_var)), None);
     }
 }

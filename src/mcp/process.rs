@@ -1,23 +1,24 @@
-//! A stdio MCP server's process: spawned in the session directory as the leader of its own process group (so a
-//! signal reaches whatever it started), its stderr kept (the last lines explain a failed start) and logged, its exit
-//! watched (a crash is noticed at once), and a bounded close: after stdin reaches EOF it gets [`EOF_GRACE`] to
-//! exit, then SIGTERM and [`TERM_GRACE`], then SIGKILL; what is left of its group is killed either way. The group
-//! is also registered with `shell::process`, so tinycode's exit and panic kill it.
+//! A stdio MCP server's process: found and given its environment by the session's launcher (`shell::launch`),
+//! started in the session directory the way commands run (`shell::process::spawn_server`: under the supervisor,
+//! so its whole tree stays tracked, `setsid` and double-forked processes included), its stderr kept (the last lines
+//! explain a failed start) and logged, its exit watched (a crash is noticed at once), and a bounded close: after
+//! stdin reaches EOF it gets [`EOF_GRACE`] to exit, then SIGTERM and [`TERM_GRACE`], then its whole tree is killed;
+//! what is left is killed either way. The group is registered with `shell::process`, so tinycode's exit and panic
+//! kill it.
 //!
 //! Owns the process and its signals. The MCP conversation over its pipes belongs to `server`.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-use crate::shell::environment::Environment;
-use crate::shell::process::{Group, signal_group, track};
+use crate::shell::launch::{Launcher, Purpose};
+use crate::shell::process::{Group, spawn_server};
 
 /// Time a server gets to exit after its stdin closes.
 pub const EOF_GRACE: Duration = Duration::from_millis(800);
@@ -44,20 +45,19 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     }
 }
 
-/// Where a session's stdio servers start and with which environment: the session's command environment (the
-/// agent's own with provider keys and other secret-looking variables removed, as for every command; the user's
-/// `[shell]` policy can keep more), then the server's configured `env` on top (a server legitimately needs its
-/// own keys, and the user or the editor named them).
-#[derive(Debug, Clone)]
+/// Where a session's stdio servers start and what starts them: the session's launcher, whose command environment
+/// (the agent's own with provider keys and other secret-looking variables removed, as for every command; the
+/// user's `[shell]` policy can keep more) each server gets with its configured `env` on top (a server
+/// legitimately needs its own keys, and the user or the editor named them).
+#[derive(Clone)]
 pub struct Launch {
     pub cwd: PathBuf,
-    pub environment: Arc<Environment>,
+    pub launcher: Arc<Launcher>,
 }
 
-impl Launch {
-    fn apply(&self, command: &mut Command, env: &[(String, String)]) {
-        self.environment.apply(command);
-        command.envs(env.iter().map(|(name, value)| (name, value)));
+impl std::fmt::Debug for Launch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Launch").field("cwd", &self.cwd).finish_non_exhaustive()
     }
 }
 
@@ -79,22 +79,14 @@ impl Process {
         env: &[(String, String)],
         launch: &Launch,
     ) -> std::io::Result<(Process, ChildStdout, ChildStdin)> {
-        let mut builder = Command::new(command);
-        builder
-            .args(args)
-            .current_dir(&launch.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        launch.apply(&mut builder, env);
-        let mut child = builder.spawn()?;
-        let pid = child
-            .id()
-            .and_then(|pid| i32::try_from(pid).ok())
-            .ok_or_else(|| std::io::Error::other("the server exited before it could be tracked"))?;
-        let group = Arc::new(track(pid));
+        let ready = launch
+            .launcher
+            .prepare(Purpose::McpServer, command, &launch.cwd)
+            .map_err(std::io::Error::other)?;
+        let environment = ready.environment.with(env.iter().map(|(name, value)| (name, value)));
+        let (mut child, group) = spawn_server(&ready.program, args, &launch.cwd, &environment)?;
+        let pid = group.pgid;
+        let group = Arc::new(group);
         let (stdout, stdin) = match (child.stdout.take(), child.stdin.take()) {
             (Some(stdout), Some(stdin)) => (stdout, stdin),
             _ => return Err(std::io::Error::other("the server's pipes could not be opened")),
@@ -159,14 +151,15 @@ impl Process {
         lock(&self.stderr).iter().cloned().collect::<Vec<_>>().join("\n")
     }
 
-    /// Finish a server whose stdin has just been closed: wait for it, then SIGTERM, then SIGKILL, all within
+    /// Finish a server whose stdin has just been closed: wait for it, then SIGTERM, then kill its tree, all within
     /// about two seconds; then kill whatever is left of its group and wait (at most [`KILL_GRACE`]) until it is
     /// gone. Returns how the leader ended.
     pub async fn finish(&self) -> String {
         if !self.exits_within(EOF_GRACE).await {
-            signal_group(self.group.pgid, libc::SIGTERM);
+            self.group.signal(libc::SIGTERM);
             if !self.exits_within(TERM_GRACE).await {
-                signal_group(self.group.pgid, libc::SIGKILL);
+                // The whole tree, not just the group: a supervisor killed first could not clear what escaped it.
+                self.group.kill();
                 self.exits_within(KILL_GRACE).await;
             }
         }

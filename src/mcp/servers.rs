@@ -21,6 +21,7 @@ use super::server::Server;
 use super::spec::Spec;
 use super::{Elicitor, Phase, PromptCommand, Report, Status, adapter};
 use crate::shell::environment::Environment;
+use crate::shell::launch::Launcher;
 use crate::tool::Registry;
 
 /// How long after the session's answer was handed to the transport its servers are launched: the answer's write
@@ -38,8 +39,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// The servers of one session.
 pub struct Servers {
     cwd: PathBuf,
-    /// The environment stdio servers start with (the session's command environment).
-    environment: RwLock<Arc<Environment>>,
+    /// What starts stdio servers (the session's launcher; until it is set, one of the agent's own environment).
+    launcher: RwLock<Option<Arc<Launcher>>>,
     servers: Mutex<Vec<Arc<Server>>>,
     names: Mutex<Names>,
     elicitor: ElicitorSlot,
@@ -56,7 +57,7 @@ impl Servers {
     pub fn new(cwd: PathBuf, report: Arc<dyn Fn(Report) + Send + Sync>) -> Arc<Servers> {
         Arc::new(Servers {
             cwd,
-            environment: RwLock::new(Arc::new(Environment::default())),
+            launcher: RwLock::new(None),
             servers: Mutex::new(Vec::new()),
             names: Mutex::new(Names::default()),
             elicitor: Arc::new(RwLock::new(None)),
@@ -103,20 +104,23 @@ impl Servers {
         }
     }
 
-    /// The environment servers started from now on get (before their own `env`).
-    pub fn set_environment(&self, environment: Arc<Environment>) {
-        match self.environment.write() {
-            Ok(mut slot) => *slot = environment,
-            Err(poisoned) => *poisoned.into_inner() = environment,
+    /// What starts the servers from now on (each gets the launcher's environment with its own `env` on top).
+    pub fn set_launcher(&self, launcher: Arc<Launcher>) {
+        match self.launcher.write() {
+            Ok(mut slot) => *slot = Some(launcher),
+            Err(poisoned) => *poisoned.into_inner() = Some(launcher),
         }
     }
 
     fn launch_in(&self) -> Launch {
-        let environment = match self.environment.read() {
-            Ok(env) => env.clone(),
+        let set = match self.launcher.read() {
+            Ok(slot) => slot.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         };
-        Launch { cwd: self.cwd.clone(), environment }
+        let launcher = set.unwrap_or_else(|| {
+            Arc::new(Launcher::new(std::slice::from_ref(&self.cwd), Arc::new(Environment::default())))
+        });
+        Launch { cwd: self.cwd.clone(), launcher }
     }
 
     /// Where servers' questions go from now on (servers started later declare elicitation by it).

@@ -28,6 +28,7 @@ use crate::permission;
 use crate::permission::remembered::Remembered;
 use crate::schedule::{Clock, Scheduler, Zone};
 use crate::shell::environment::Environment;
+use crate::shell::launch::Launcher;
 use crate::shell::tasks::Tasks;
 use crate::store::sessions::{Page, SessionRow};
 use crate::store::{Store, StoreError};
@@ -325,11 +326,14 @@ impl Manager {
         let mcp = crate::mcp::Servers::new(cwd.clone(), super::extensions::reporter(link.clone()));
         mcp.set_elicitor(seams.elicitor.clone());
         mcp.hold();
-        // One environment for every command the session runs: bash, tasks, formatters and MCP servers.
+        // One environment for every command the session runs: bash, tasks, formatters and MCP servers; one
+        // launcher for the programs it starts on its own.
         let environment = Arc::new(Environment::new(&config.env_policy));
+        let launcher = Arc::new(Launcher::new(&seams.roots(&cwd), environment.clone()));
+        launcher.set_trusted(untrusted.is_none() && self.trust.knows(&crate::config::trust::canonical(&cwd)));
         let changes = Arc::new(Recorder::default());
         let closed = CancellationToken::new();
-        mcp.set_environment(environment.clone());
+        mcp.set_launcher(launcher.clone());
         let session = Arc::new(Session {
             id: row.id.clone(),
             mcp,
@@ -346,7 +350,7 @@ impl Manager {
                     self.locks.clone(),
                     config.formatters.clone(),
                 )
-                .with_environment(environment.clone())
+                .with_launcher(launcher.clone())
                 .with_diff_limit(config.max_diff_bytes)
                 .with_changes(changes.clone());
                 // Searches honour the user's global git excludes; the defaults are anchored at the project.
@@ -356,7 +360,8 @@ impl Manager {
             tasks: Arc::new(
                 Tasks::new(config.data_dir.join("tasks").join(&row.id)).with_environment(environment.clone()),
             ),
-            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment, &cwd)),
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), launcher.clone(), &cwd)),
+            launcher,
             terminals: seams.terminals.clone().filter(|_| config.client_terminals),
             model: Mutex::new(Arc::new(Router::new(&config))),
             models: Mutex::new(self.catalogue.for_config(&config, &self.bus)),
@@ -392,6 +397,7 @@ impl Manager {
         });
         session.enable_subagents();
         let _ = link.set(Arc::downgrade(&session));
+        session.tell_when_held();
         session.apply_mcp(&session.config());
         if let Some(found) = catalog {
             session.use_catalog(found);

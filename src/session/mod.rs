@@ -140,6 +140,9 @@ pub struct Session {
     tasks: Arc<Tasks>,
     /// The session's language servers (diagnostics after edits), started only when the user turned them on.
     lsp: Arc<lsp::Service>,
+    /// What starts the programs the session runs on its own (formatters, language servers, MCP servers); shared
+    /// with its subagents.
+    launcher: Arc<crate::shell::launch::Launcher>,
     terminals: Option<Arc<dyn ClientTerminals>>,
     sink: Mutex<Arc<dyn EventSink>>,
     settings_sink: Mutex<Arc<dyn SettingsSink>>,

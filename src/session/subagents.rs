@@ -426,7 +426,8 @@ impl Session {
             ),
             terminals: self.terminals.clone(),
             // Its own language servers (started only if it edits), stopped when the child closes.
-            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), environment.clone(), &self.cwd)),
+            lsp: Arc::new(crate::lsp::Service::new(config.lsp.clone(), self.launcher.clone(), &self.cwd)),
+            launcher: self.launcher.clone(),
             sink: Mutex::new(relay.clone()),
             settings_sink: Mutex::new(Arc::new(Unannounced)),
             control: Arc::new(Control::default()),

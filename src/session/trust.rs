@@ -1,6 +1,7 @@
 //! Project trust in a live session: the one question per project and process, put after the editor has the
-//! session, and the project's settings applied from the next prompt once the user trusts them (here or with
-//! `tinycode trust`).
+//! session, the project's settings applied from the next prompt once the user trusts them (here or with
+//! `tinycode trust`), and the launcher told when the project is trusted (the user's formatters and language
+//! servers wait until then, with one notice).
 //!
 //! Owns when to ask and when to reload. What needs trust and the record belong to `config::trust`; how the
 //! question reaches the user belongs to the [`TrustAsker`] seam.
@@ -31,6 +32,17 @@ pub trait TrustAsker: Send + Sync {
 
 /// What the user is told after "trust".
 pub const TRUSTED: &str = "Trusted: these settings apply from your next message and in new sessions.";
+
+/// The notice's title when formatters and language servers wait for trust.
+const HELD_TITLE: &str = "Formatters and language servers are waiting";
+
+fn held(project: &std::path::Path) -> String {
+    format!(
+        "They run only in projects you trust, because they run programs the project can choose (a toolchain file, \
+         build scripts). To trust {0}, run `tinycode trust {0}`.",
+        project.display()
+    )
+}
 
 fn not_now(request: &Request) -> String {
     format!(
@@ -78,16 +90,33 @@ impl Session {
     }
 
     /// Before a prompt: if the user has trusted the project since the session started, reload the
-    /// configuration and apply it.
+    /// configuration and apply it, and let the launcher run formatters and language servers.
     pub(super) fn apply_trust(&self) {
-        let Some(request) = lock(&self.untrusted).clone() else { return };
-        if self.trust.standing(&request.project, &request.fingerprint) != Standing::Trusted {
-            return;
+        let request = lock(&self.untrusted).clone();
+        if let Some(request) = request
+            && self.trust.standing(&request.project, &request.fingerprint) == Standing::Trusted
+        {
+            match Config::load(&self.sources, &self.cwd, &self.trust) {
+                Ok(loaded) => self.reload(loaded),
+                Err(e) => tracing::warn!(error = %e, "the trusted project settings could not be loaded"),
+            }
         }
-        match Config::load(&self.sources, &self.cwd, &self.trust) {
-            Ok(loaded) => self.reload(loaded),
-            Err(e) => tracing::warn!(error = %e, "the trusted project settings could not be loaded"),
+        if !self.launcher.trusted()
+            && lock(&self.untrusted).is_none()
+            && self.trust.knows(&crate::config::trust::canonical(&self.cwd))
+        {
+            self.launcher.set_trusted(true);
         }
+    }
+
+    /// Tell the user, once, when the first formatter or language server waits for the project's trust.
+    pub(super) fn tell_when_held(self: &Arc<Self>) {
+        let (session, project) = (Arc::downgrade(self), self.cwd.clone());
+        self.launcher.on_hold(Arc::new(move || {
+            if let Some(session) = session.upgrade() {
+                session.notice(HELD_TITLE.into(), held(&project));
+            }
+        }));
     }
 
     /// Use a freshly loaded configuration (local servers found earlier stay when it configures none).

@@ -116,6 +116,19 @@ impl Environment {
     pub fn apply(&self, command: &mut tokio::process::Command) {
         command.env_clear().envs(self.vars.iter().map(|(n, v)| (n, v)));
     }
+
+    /// This environment with `vars` set on top (each replaces a variable of the same name).
+    pub fn with<N: Into<OsString>, V: Into<OsString>>(&self, vars: impl IntoIterator<Item = (N, V)>) -> Self {
+        let mut out = self.clone();
+        for (name, value) in vars {
+            let (name, value) = (name.into(), value.into());
+            match out.vars.iter_mut().find(|(n, _)| *n == name) {
+                Some(slot) => slot.1 = value,
+                None => out.vars.push((name, value)),
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod capture;
 pub mod classify;
 pub mod environment;
 pub mod fence;
+pub mod launch;
 pub mod ports;
 pub mod process;
 pub mod supervisor;

@@ -61,7 +61,8 @@ pub fn listeners(port: u16) -> Vec<i32> {
 
 /// `lsof`'s answer, where there is no `/proc`.
 fn lsof(port: u16) -> Vec<i32> {
-    let output = std::process::Command::new("lsof")
+    let Ok(mut lsof) = super::launch::probe("lsof") else { return Vec::new() };
+    let output = lsof
         .args(["-nP", &format!("-iTCP:{port}"), "-sTCP:LISTEN", "-t"])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

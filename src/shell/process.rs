@@ -6,6 +6,7 @@
 //! Owns signals. It never signals a process group it did not create, nor a process outside a tree it started.
 
 use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -204,10 +205,68 @@ pub fn spawn(
     cwd: &Path,
     env: &Environment,
 ) -> std::io::Result<(tokio::process::Child, Group)> {
+    let direct = || {
+        let mut builder = tokio::process::Command::new("sh");
+        builder.arg("-c").arg(command);
+        builder
+    };
+    start_group(OsStr::new(command), direct, cwd, env, false)
+}
+
+/// Start `program` with `args` (no shell of the caller's) in `cwd` with exactly the environment `env`, with stdin,
+/// stdout and stderr piped: a long-lived server the caller talks to (a language server, an MCP server). It runs
+/// as commands do: under the supervisor when one is installed (`exec`'d by its shell, so the server is the
+/// supervisor's child and everything it starts stays below the supervisor, `setsid` and double forks included),
+/// else as the leader of a new process group. Dropping the [`Group`] kills all of it.
+pub fn spawn_server(
+    program: &Path,
+    args: &[String],
+    cwd: &Path,
+    env: &Environment,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    // A missing or unreadable program says so in the system's words, not as the supervisor's shell failing.
+    std::fs::metadata(cwd.join(program))?;
+    let direct = || {
+        let mut builder = tokio::process::Command::new(program);
+        builder.args(args);
+        builder
+    };
+    start_group(&exec_line(program, args), direct, cwd, env, true)
+}
+
+/// `exec 'program' 'arg'…` for `sh -c`: every word single-quoted (a quote inside becomes `'\''`), byte for byte.
+pub fn exec_line(program: &Path, args: &[String]) -> OsString {
+    use std::os::unix::ffi::OsStringExt;
+    let mut line = b"exec".to_vec();
+    let words =
+        std::iter::once(program.as_os_str().as_encoded_bytes()).chain(args.iter().map(|a| a.as_bytes()));
+    for word in words {
+        line.extend_from_slice(b" '");
+        for &byte in word {
+            match byte {
+                b'\'' => line.extend_from_slice(b"'\\''"),
+                byte => line.push(byte),
+            }
+        }
+        line.push(b'\'');
+    }
+    OsString::from_vec(line)
+}
+
+/// Start `shell_line` under the supervisor when one is installed, else `direct()`, as the leader of a new process
+/// group registered here; stdin is a pipe when `piped_stdin`, else nothing.
+fn start_group(
+    shell_line: &OsStr,
+    direct: impl FnOnce() -> tokio::process::Command,
+    cwd: &Path,
+    env: &Environment,
+    piped_stdin: bool,
+) -> std::io::Result<(tokio::process::Child, Group)> {
+    let stdin_for = |piped: bool| if piped { Stdio::piped() } else { Stdio::null() };
     let supervised = SUPERVISOR.get().and_then(|executable| {
         let mut builder = tokio::process::Command::new(executable);
-        builder.arg(super::supervisor::MODE).arg(own_pid().to_string()).arg(command);
-        start(builder, cwd, env)
+        builder.arg(super::supervisor::MODE).arg(own_pid().to_string()).arg(shell_line);
+        start(builder, cwd, env, stdin_for(piped_stdin))
             .map_err(
                 |e| tracing::warn!(error = %e, "cannot start the command under the supervisor; trying it directly"),
             )
@@ -215,11 +274,7 @@ pub fn spawn(
     });
     let (child, supervised) = match supervised {
         Some(child) => (child, true),
-        None => {
-            let mut builder = tokio::process::Command::new("sh");
-            builder.arg("-c").arg(command);
-            (start(builder, cwd, env)?, false)
-        }
+        None => (start(direct(), cwd, env, stdin_for(piped_stdin))?, false),
     };
     let pgid = child
         .id()
@@ -229,43 +284,16 @@ pub fn spawn(
     Ok((child, Group { pgid, supervised, reaped: AtomicBool::new(false) }))
 }
 
-/// Start `program` with `args` directly (no shell) in `cwd` with exactly the environment `env`, as the leader of
-/// a new process group, with stdin, stdout and stderr piped: a long-lived server the caller talks to (a language
-/// server). Not supervised: the group and the tree below the leader are killed when the [`Group`] is dropped.
-pub fn spawn_server(
-    program: &Path,
-    args: &[String],
-    cwd: &Path,
-    env: &Environment,
-) -> std::io::Result<(tokio::process::Child, Group)> {
-    let mut builder = tokio::process::Command::new(program);
-    builder.args(args);
-    env.apply(&mut builder);
-    let child = builder
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
-    let pgid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .ok_or_else(|| std::io::Error::other("the server exited before it could be tracked"))?;
-    groups().insert(pgid);
-    Ok((child, Group { pgid, supervised: false, reaped: AtomicBool::new(false) }))
-}
-
 fn start(
     mut builder: tokio::process::Command,
     cwd: &Path,
     env: &Environment,
+    stdin: Stdio,
 ) -> std::io::Result<tokio::process::Child> {
     env.apply(&mut builder);
     builder
         .current_dir(cwd)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -370,6 +398,14 @@ mod tests {
         assert!(crashed.is_err());
         assert!(running(pid), "the panic killed a command it did not own");
         drop(group);
+    }
+
+    #[test]
+    fn a_servers_exec_line_keeps_every_argument_as_one_word_through_sh() {
+        let args = ["%s|".to_string(), "it's".into(), "a b".into(), "$HOME `x` \\".into(), String::new()];
+        let line = exec_line(Path::new("/usr/bin/printf"), &args);
+        let out = std::process::Command::new("sh").arg("-c").arg(&line).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "it's|a b|$HOME `x` \\||");
     }
 
     #[test]

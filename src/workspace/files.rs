@@ -21,6 +21,7 @@ use super::changes::Recorder;
 use super::ignore_rules::Stack;
 use super::{atomic, encoding, format, regular};
 use crate::shell::environment::Environment;
+use crate::shell::launch::Launcher;
 use crate::tool::error::ToolError;
 
 /// Text files larger than this are refused by reads and edits (a read never holds more in memory).
@@ -184,8 +185,8 @@ pub struct Files {
     locks: Arc<FileLocks>,
     /// Replaced when the user trusts the project that configures them.
     formatters: Mutex<BTreeMap<String, Vec<String>>>,
-    /// The environment formatters run with.
-    environment: Arc<Environment>,
+    /// What starts formatters (the session's: it knows the project's roots and trust).
+    launcher: Arc<Launcher>,
     ledger: Mutex<HashMap<PathBuf, ReadRecord>>,
     /// Told about every write and deletion first (the turn's checkpoint).
     changes: Option<Arc<Recorder>>,
@@ -316,7 +317,7 @@ impl Files {
         locks: Arc<FileLocks>,
         formatters: BTreeMap<String, Vec<String>>,
     ) -> Self {
-        let environment = Arc::new(Environment::default());
+        let launcher = Arc::new(Launcher::new(&roots, Arc::new(Environment::default())));
         let anchor = roots.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
         Self {
             ignores: RwLock::new(Arc::new(Stack::plain(&anchor))),
@@ -324,7 +325,7 @@ impl Files {
             client: RwLock::new(client),
             locks,
             formatters: Mutex::new(formatters),
-            environment,
+            launcher,
             ledger: Mutex::new(HashMap::new()),
             changes: None,
             diff_limit: std::sync::atomic::AtomicUsize::new(DEFAULT_DIFF_LIMIT),
@@ -351,6 +352,7 @@ impl Files {
     /// Bound the tools by `roots` from now on (the session moved into or out of a worktree); the editor
     /// connection stays.
     pub fn set_roots(&self, roots: Vec<PathBuf>) {
+        self.launcher.add_roots(&roots);
         write_lock(&self.roots, Roots::new(&roots));
     }
 
@@ -384,9 +386,9 @@ impl Files {
         self.ledger().contains_key(path)
     }
 
-    /// Run formatters with `environment` (the session's command environment).
-    pub fn with_environment(mut self, environment: Arc<Environment>) -> Self {
-        self.environment = environment;
+    /// Start formatters through `launcher` (the session's).
+    pub fn with_launcher(mut self, launcher: Arc<Launcher>) -> Self {
+        self.launcher = launcher;
         self
     }
 
@@ -401,7 +403,7 @@ impl Files {
                 Ok(f) => f.clone(),
                 Err(poisoned) => poisoned.into_inner().clone(),
             }),
-            environment: self.environment.clone(),
+            launcher: self.launcher.clone(),
             ledger: Mutex::new(HashMap::new()),
             diff_limit: std::sync::atomic::AtomicUsize::new(self.diff_limit()),
             ignores: RwLock::new(self.ignores()),
@@ -411,6 +413,7 @@ impl Files {
 
     /// A new editor connection took the session over: its file system and its roots apply from now on.
     pub fn rebind(&self, roots: Vec<PathBuf>, client: Option<Arc<dyn ClientFs>>) {
+        self.launcher.add_roots(&roots);
         write_lock(&self.roots, Roots::new(&roots));
         write_lock(&self.client, client);
     }
@@ -617,7 +620,7 @@ impl Files {
         };
         let mut written = Written { via, content: Cow::Borrowed(content), formatter_error: None };
         if let Some(command) = self.formatter_for(path) {
-            match format::run(&command, cwd, &self.environment).await {
+            match format::run(&command, cwd, &self.launcher).await {
                 Err(e) => written.formatter_error = Some(e),
                 Ok(()) => self.adopt_formatted(path, &mut written).await,
             }

@@ -74,7 +74,7 @@ impl Entry {
 
 /// Run `git` with the safe settings in `dir`; stdout as bytes.
 async fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
-    let mut command = tokio::process::Command::new("git");
+    let mut command = crate::shell::launch::git(dir).map_err(|e| GitError::Unavailable(e.to_string()))?;
     command.env_clear();
     for name in KEPT_ENV {
         if let Some(value) = std::env::var_os(name) {

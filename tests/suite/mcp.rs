@@ -507,3 +507,47 @@ async fn a_server_past_its_start_up_timeout_is_not_waited_for_again_and_joins_th
         said(&h, &session)
     );
 }
+
+/// A stdio server (the fixture behind `sh`) that first starts a grandchild in a session of its own (`setsid`),
+/// which writes its pid to `pidfile`.
+fn escaping(name: &str, pidfile: &std::path::Path) -> acp::McpServer {
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 & exec '{FIXTURE}'",
+        pidfile.display()
+    );
+    acp::McpServer::Stdio(acp::McpServerStdio::new(name, "/bin/sh").args(vec!["-c".to_string(), script]))
+}
+
+/// The pid the escaping grandchild wrote, once it is running.
+async fn escaped_pid(pidfile: &std::path::Path) -> i32 {
+    let read = async {
+        loop {
+            if let Some(pid) = std::fs::read_to_string(pidfile).ok().and_then(|t| t.trim().parse().ok()) {
+                return pid;
+            }
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(crate::support::client::PATIENCE, read).await.expect("the grandchild started")
+}
+
+#[tokio::test]
+async fn a_servers_setsid_grandchild_is_gone_once_the_session_is_closed_or_deleted() {
+    let h = Harness::start(vec![answer(&["one"]), answer(&["two"])]).await;
+    let (closed_pids, deleted_pids) = (h.cwd.join("closed.pid"), h.cwd.join("deleted.pid"));
+    let closed = h.session_with(vec![escaping("fx", &closed_pids)]).await;
+    let deleted = h.session_with(vec![escaping("fx", &deleted_pids)]).await;
+    h.client.prompt(&closed, "hi").await.unwrap();
+    h.client.prompt(&deleted, "hi").await.unwrap();
+    let pids = [escaped_pid(&closed_pids).await, escaped_pid(&deleted_pids).await];
+    assert!(pids.iter().all(|pid| tinycode::shell::process::running(*pid)), "both grandchildren run");
+    assert_ne!(
+        tinycode::shell::tree::group(pids[0]),
+        tinycode::shell::tree::group(std::process::id() as i32)
+    );
+    h.client.call(acp::CloseSessionRequest::new(closed.clone())).await.unwrap();
+    let death = std::time::Duration::from_secs(3);
+    assert_eq!(crate::support::trees::survivors(&pids[..1], death).await, Vec::<i32>::new(), "after close");
+    h.client.call(acp::DeleteSessionRequest::new(deleted.clone())).await.unwrap();
+    assert_eq!(crate::support::trees::survivors(&pids[1..], death).await, Vec::<i32>::new(), "after delete");
+}

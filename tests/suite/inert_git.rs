@@ -144,7 +144,8 @@ async fn plan_mode_runs_none_of_a_hostile_repository_s_git_programs() {
 #[tokio::test]
 async fn an_approved_shell_call_is_checkpointed_without_running_the_repository_s_git_programs() {
     let trap = Trap::new();
-    let h = Harness::start(vec![bash("b", "echo three > a.txt"), answer(&["ok"])]).await;
+    let command = "echo three > a.txt && echo new > notes.md";
+    let h = Harness::start(vec![bash("b", command), answer(&["ok"])]).await;
     hostile_repository(&h, &trap);
     h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
     let session = h.session().await;
@@ -152,7 +153,16 @@ async fn an_approved_shell_call_is_checkpointed_without_running_the_repository_s
     assert_eq!(std::fs::read_to_string(h.cwd.join("a.txt")).unwrap(), "three\n");
     h.client.prompt(&session, "/checkpoints").await.unwrap();
     let listing = h.said(&session).last().cloned().unwrap_or_default();
-    assert!(listing.contains(" “change a”: `a.txt`"), "{listing}");
+    let (_, entry) = listing.split_once(" “change a”: ").unwrap_or_default();
+    let entry = entry.split("\n\n").next().unwrap_or_default();
+    assert_eq!(
+        entry,
+        format!(
+            "`notes.md`\n   not covered: {} (changed by `{command}`: git cat-file failed: its committed text passes through the filter driver `evil`, which tinycode does not run)",
+            h.cwd.join("a.txt").display()
+        ),
+        "{listing}"
+    );
     assert_eq!(trap.ran(), "", "a program of the repository's git config ran");
 }
 

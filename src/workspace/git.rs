@@ -223,8 +223,16 @@ impl Repo {
 
     /// Every path `git status` reports (ignored files are not), absolute, with its state.
     pub async fn status(&self) -> Result<BTreeMap<PathBuf, Entry>, GitError> {
-        let out =
-            self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all"]).await?;
+        let out = self
+            .git(&[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ])
+            .await?;
         let mut entries = BTreeMap::new();
         for record in out.split(|b| *b == 0).filter(|r| r.len() > 3) {
             let path = String::from_utf8_lossy(&record[3..]).into_owned();
@@ -243,7 +251,9 @@ impl Repo {
         if let Some(driver) = self.filter_of(&relative).await? {
             return Err(GitError::Failed {
                 command: "cat-file".into(),
-                message: format!("its committed text passes through the filter driver `{driver}`, which tinycode does not run"),
+                message: format!(
+                    "its committed text passes through the filter driver `{driver}`, which tinycode does not run"
+                ),
             });
         }
         let spec = format!("HEAD:{relative}");

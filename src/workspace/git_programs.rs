@@ -125,8 +125,10 @@ pub fn runs_nothing(dir: &Path) -> bool {
 
 fn repository_runs_nothing(dir: &Path, budget: &mut usize, seen: &mut Vec<PathBuf>) -> bool {
     // Started together, read in turn: one query's time, not three.
-    let located =
-        start(dir, &["rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--show-cdup"]);
+    let located = start(
+        dir,
+        &["rev-parse", "--path-format=absolute", "--git-common-dir", "--is-bare-repository", "--show-cdup"],
+    );
     let config = start(dir, &["config", "--list", "--show-scope", "-z"]);
     let gitlinks = start(dir, &["ls-files", "--stage", "-z", "--full-name", "--", ":/"]);
     let (located, config, gitlinks) = (finish(located), finish(config), finish(gitlinks));
@@ -145,7 +147,8 @@ fn repository_runs_nothing(dir: &Path, budget: &mut usize, seen: &mut Vec<PathBu
     }
     seen.push(common.clone());
     let Some(config) = config.filter(|c| c.ok) else { return false };
-    if own_keys(&config.stdout).any(|key| names_a_program(&key)) || !hooks_are_samples(&common.join("hooks")) {
+    if own_keys(&config.stdout).any(|key| names_a_program(&key)) || !hooks_are_samples(&common.join("hooks"))
+    {
         return false;
     }
     if bare == "true" {
@@ -227,7 +230,8 @@ mod tests {
         ] {
             assert!(names_a_program(key), "{key}");
         }
-        for key in ["core.bare", "remote.pager-filter.url", "user.name", "include.path", "branch.main.merge"] {
+        for key in ["core.bare", "remote.pager-filter.url", "user.name", "include.path", "branch.main.merge"]
+        {
             assert!(!names_a_program(key), "{key}");
         }
     }
@@ -236,7 +240,7 @@ mod tests {
     fn only_the_repository_s_own_scopes_count_and_gitlinks_are_read_from_the_index_listing() {
         let listing = b"global\0core.pager\nless\0local\0core.bare\nfalse\0worktree\0filter.x.clean\nrun\0command\0core.fsmonitor\nfalse\0";
         assert_eq!(own_keys(listing).collect::<Vec<_>>(), vec!["core.bare", "filter.x.clean"]);
-        let index = b"100644 aa 0\ta.txt\0160000 bb 0\tlib/sub\0120000 cc 0\tlink\0";
+        let index = b"100644 aa 0\ta.txt\x00160000 bb 0\tlib/sub\x00120000 cc 0\tlink\x00";
         assert_eq!(submodules(index), vec!["lib/sub".to_string()]);
     }
 }

@@ -22,8 +22,9 @@
 //!   `core.untrackedCache=false`, `gc.auto=0`, `maintenance.auto=false` (no background work);
 //! - `--no-pager` and an empty `core.pager`: no pager at all (`core.pager`, `pager.<command>`), rather than
 //!   `core.pager=cat`, which would still look a program up on PATH;
-//! - filter drivers have no fixed name: [`Repo::open`] asks git (`git config --get-regexp`, inert itself) for
-//!   every `filter.<driver>.*` key any configuration sets, the repository's includes too, and empties that
+//! - filter drivers have no fixed name: [`Repo::open`] asks git (`git config --list --show-origin`, inert
+//!   itself; remembered until one of the files it read changes, see `git_filters`) for every
+//!   `filter.<driver>.*` key any configuration sets, the repository's includes too, and empties that
 //!   driver's `clean`, `smudge` and `process` and clears `required` (through `GIT_CONFIG_COUNT`, git 2.31 and
 //!   later: a driver's name may hold `=`, where `-c` would split). `git status` runs with
 //!   `--ignore-submodules=all`, so no git process runs inside a submodule (whose configuration names drivers of
@@ -44,6 +45,8 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use super::git_filters as filter_cache;
 
 /// How long one git command may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -171,26 +174,11 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string()
 }
 
-/// The driver names in `git config -z --name-only --get-regexp` output of `filter.<driver>.<key>` names.
-pub fn filter_drivers(names: &[u8]) -> Vec<String> {
-    let mut drivers: Vec<String> = Vec::new();
-    for name in names.split(|b| *b == 0).map(String::from_utf8_lossy) {
-        let Some(rest) = name.trim().strip_prefix("filter.") else { continue };
-        let Some((driver, _key)) = rest.rsplit_once('.') else { continue };
-        if !drivers.iter().any(|d| d == driver) {
-            drivers.push(driver.to_string());
-        }
-    }
-    drivers
-}
-
 impl Repo {
     /// The work tree holding `dir`, with the filter drivers its configuration defines.
     pub async fn open(dir: &Path) -> Result<Repo, GitError> {
         let args = os(&["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]);
-        let drivers = os(&["config", "-z", "--name-only", "--get-regexp", "^filter\\."]);
-        let (located, drivers) = tokio::join!(run(dir, &[], &args), run(dir, &[], &drivers));
-        let out = located.map_err(|e| match e {
+        let out = run(dir, &[], &args).await.map_err(|e| match e {
             GitError::Unavailable(_) => e,
             _ => GitError::NotARepository(dir.to_path_buf()),
         })?;
@@ -199,17 +187,33 @@ impl Repo {
         let (Some(root), Some(git_dir), Some(common)) = (lines.next(), lines.next(), lines.next()) else {
             return Err(GitError::NotARepository(dir.to_path_buf()));
         };
-        let filters = match drivers {
-            Ok(names) => filter_drivers(&names),
-            // Exit status 1 with nothing said: no such key.
-            Err(GitError::Failed { message, .. }) if message == "no message" => Vec::new(),
-            Err(e) => return Err(e),
-        };
         let git_dir = PathBuf::from(git_dir);
         let common_dir =
             if Path::new(common).is_absolute() { PathBuf::from(common) } else { dir.join(common) };
         let common_dir = std::fs::canonicalize(&common_dir).unwrap_or(common_dir);
-        Ok(Repo { root: PathBuf::from(root), git_dir, common_dir, filters })
+        let mut repo = Repo { root: PathBuf::from(root), git_dir, common_dir, filters: Vec::new() };
+        repo.filters = match filter_cache::lookup(&repo) {
+            Some(filters) => filters,
+            None => repo.ask_filters().await?,
+        };
+        Ok(repo)
+    }
+
+    /// Ask git for every configuration key and where it was set: the filter drivers, remembered with the state
+    /// of the files they came from.
+    async fn ask_filters(&self) -> Result<Vec<String>, GitError> {
+        let files = filter_cache::before(self);
+        let listing =
+            run(&self.root, &[], &os(&["config", "-z", "--list", "--show-origin", "--name-only"])).await;
+        let listing = match listing {
+            Ok(listing) => listing,
+            // Exit status 1 with nothing said: no configuration at all.
+            Err(GitError::Failed { message, .. }) if message == "no message" => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let read = filter_cache::Listing::parse(&listing, &self.root);
+        filter_cache::remember(self, &read, files);
+        Ok(read.filters)
     }
 
     async fn git(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
@@ -308,13 +312,6 @@ impl Repo {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn filter_drivers_are_the_names_between_the_section_and_the_key_as_git_lists_them() {
-        let names = b"filter.lfs.clean\0filter.lfs.smudge\0filter.Odd.Name=x.process\0filter.lfs.required\0";
-        assert_eq!(filter_drivers(names), vec!["lfs".to_string(), "Odd.Name=x".to_string()]);
-        assert_eq!(filter_drivers(b""), Vec::<String>::new());
-    }
 
     #[test]
     fn an_inert_command_switches_off_each_program_key_and_empties_every_named_driver() {

@@ -14,6 +14,7 @@ pub mod encoding;
 pub mod files;
 pub mod format;
 pub mod git;
+pub mod git_filters;
 pub mod git_programs;
 pub mod ignore_rules;
 pub mod regular;

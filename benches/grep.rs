@@ -36,6 +36,7 @@ async fn main() {
         bus: Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel: CancellationToken::new(),
         output_dir: scratch.path().join("out"),
         progress: None,

@@ -94,6 +94,7 @@ async fn main() {
         bus: Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel: CancellationToken::new(),
         output_dir: dir.path().join("out"),
         progress: None,

@@ -141,6 +141,7 @@ fn context(dir: &Path) -> Context {
         bus: tinycode::bus::Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel: CancellationToken::new(),
         output_dir: dir.join("out"),
         progress: None,

@@ -77,6 +77,7 @@ fn context(root: &Path, scratch: &Path) -> Context {
         bus: Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel: CancellationToken::new(),
         output_dir: scratch.join("out"),
         progress: None,

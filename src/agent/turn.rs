@@ -604,6 +604,7 @@ impl Turn<'_> {
             bus: self.bus.clone(),
             subagent_depth: self.depth,
             after_hook: None,
+            before_run: None,
             cancel: self.cancel.clone(),
             output_dir: self.config.data_dir.join("tool-output"),
             files: self.files.clone(),
@@ -659,10 +660,16 @@ impl Turn<'_> {
         let prepared = tool::repair::prepare(self.registry, &call.name, &call.arguments, cut_off);
         let ui_id = conversation.ui_call_id(&call.id);
         let mut modified = self.bus.subscribe();
-        let context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
+        let mut context = self.context(&ui_id, &call.id, &prepared.tool, &prepared.args);
         let shell = self.shell_changes(&prepared.tool, &prepared.args);
         if let (Some(changes), Some(label)) = (&self.changes, &shell) {
-            changes.before_command(&context.directory, label).await;
+            // Git's view of the dirty files is taken only once the call was allowed (never for a rejected call
+            // or in plan mode), right before the command starts.
+            let (changes, directory, label) = (changes.clone(), context.directory.clone(), label.clone());
+            context.before_run = Some(Arc::new(move || {
+                let (changes, directory, label) = (changes.clone(), directory.clone(), label.clone());
+                Box::pin(async move { changes.before_command(&directory, &label).await })
+            }));
         }
         let mut outcome =
             self.registry.execute_offered(&prepared.tool, context, prepared.args, offered).await;

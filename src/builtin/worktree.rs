@@ -33,7 +33,6 @@ fn git_error(e: GitError) -> ToolError {
             "{} is not in a git repository; worktrees need one. Work in place instead.",
             dir.display()
         )),
-        GitError::Unsafe(_) => ToolError::retry(format!("Cannot use a worktree here: {e}.")),
         GitError::Failed { .. } | GitError::Unavailable(_) => ToolError::execution(e.to_string()),
     }
 }

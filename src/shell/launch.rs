@@ -201,11 +201,14 @@ fn work_tree_roots(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// `git` for the commands `workspace::git` runs in `dir`, found on the agent's `PATH` outside `dir`'s work tree
-/// (as for a project the user has not trusted). The caller gives it its environment.
-pub fn git(dir: &Path) -> Result<tokio::process::Command, LaunchError> {
+/// (as for a project the user has not trusted), with the `PATH` to give it (the same directories: programs git
+/// starts itself are not found in the project either). The caller builds the rest of its environment.
+pub fn git(dir: &Path) -> Result<(PathBuf, std::ffi::OsString), LaunchError> {
     let roots = work_tree_roots(dir);
     let dirs = outside_dirs(std::env::var_os("PATH").as_deref(), &roots);
-    Ok(tokio::process::Command::new(resolve_outside("git", &dirs, &roots)?))
+    let program = resolve_outside("git", &dirs, &roots)?;
+    let path = std::env::join_paths(&dirs).unwrap_or_default();
+    Ok((program, path))
 }
 
 /// A probe (`lsof` where there is no `/proc`), found on the agent's `PATH` outside the directory it runs in.

@@ -130,6 +130,10 @@ pub enum Progress {
 /// Where a call reports [`Progress`].
 pub type ProgressFn = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// Work that must wait until the call was allowed and run right before the tool starts (the checkpoint's
+/// `git status` before a shell command): never for a call the user rejected or a rule (plan mode) denied.
+pub type BeforeRun = Arc<dyn Fn() -> BoxFuture<'static, ()> + Send + Sync>;
+
 /// The per-call context (seed 000 `Context`). Created fresh for every call.
 #[derive(Clone)]
 pub struct Context {
@@ -141,6 +145,8 @@ pub struct Context {
     pub bus: Bus,
     pub subagent_depth: u32,
     pub after_hook: Option<AfterHook>,
+    /// Run once the call was allowed, before the tool starts.
+    pub before_run: Option<BeforeRun>,
     /// Fires when the turn is cancelled; long-running tools must stop promptly.
     pub cancel: CancellationToken,
     /// Where full outputs are saved when the preview had to cut them.

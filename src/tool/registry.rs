@@ -225,6 +225,12 @@ impl Registry {
                 Verdict::Cancelled => return Outcome::cancelled(),
             }
         }
+        if let Some(before_run) = ctx.before_run.take() {
+            tokio::select! {
+                () = before_run() => {}
+                () = ctx.cancel.cancelled() => return Outcome::cancelled(),
+            }
+        }
         ctx.report(Progress::Running);
         ctx.bus.publish(Event::ToolExecuteBefore {
             session_id: ctx.session_id.clone(),

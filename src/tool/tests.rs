@@ -47,6 +47,7 @@ pub(crate) fn context(dir: &std::path::Path, perms: Option<Arc<Service>>) -> Con
         bus: Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel: CancellationToken::new(),
         output_dir: dir.join("out"),
         progress: None,

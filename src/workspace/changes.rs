@@ -8,8 +8,9 @@
 //! clean, or "absent" when it was new.
 //!
 //! Not covered (listed in the checkpoint as such): files over [`MAX_FILE_BYTES`], a turn past
-//! [`MAX_TURN_BYTES`], shell commands outside a git work tree or in a repository whose configuration runs
-//! programs, files git ignores, dirty files past [`MAX_DIRTY_FILES`] when a command starts, and anything a
+//! [`MAX_TURN_BYTES`], shell commands outside a git work tree, files a filter driver of the repository applies
+//! to when they come back from the commit (git runs no driver for tinycode), files git ignores, changes inside
+//! submodules, dirty files past [`MAX_DIRTY_FILES`] when a command starts, and anything a
 //! background task changes after its call has returned.
 //!
 //! Owns the per-turn record. Must not write files or know how checkpoints are stored.

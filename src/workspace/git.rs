@@ -1,12 +1,43 @@
 //! The git commands tinycode runs by itself, never through the model's shell: where a directory's repository is,
-//! `git status` for checkpoints of shell commands, a file's committed text, and worktrees (add, list, dirty
-//! check, commits since a base, remove).
+//! `git status` for checkpoints of shell commands, a file's committed text, worktrees (add, list, dirty check,
+//! commits since a base, remove), and the questions other modules ask of git's configuration ([`inert_command`],
+//! used by `git_programs`).
 //!
-//! The repository is treated as hostile. Git runs with a cleared environment (no `GIT_*` variable of the agent's
-//! reaches it), hooks and the file-system monitor turned off on the command line (`-c` beats every config file),
-//! no optional locks (status does not rewrite the index), and a time limit. A repository whose own configuration
-//! could still make these commands run a program (a `filter` driver, or an `include` of a file we would not have
-//! read) is refused: [`Repo::open`] returns [`GitError::Unsafe`].
+//! The repository is treated as hostile: its `.git` may arrive with an archive, a shared folder or a mounted
+//! volume, so its configuration (and a submodule's, and any file it includes) may name programs. Every git
+//! process started here is **inert**, whatever any configuration says:
+//!
+//! - the environment is cleared (no `GIT_*` variable of the agent's reaches git: no `GIT_DIR`, `GIT_PAGER`,
+//!   `GIT_EXTERNAL_DIFF`, `GIT_SSH_COMMAND`, `GIT_ASKPASS`, `GIT_EDITOR`, `GIT_CONFIG_*`), keeping only what
+//!   finding git and the user's own configuration needs;
+//! - `-c` settings on the command line (they beat every configuration file, included ones too, and git passes
+//!   them on to the git processes it starts itself) switch off each key that runs a program:
+//!   `core.fsmonitor` (the monitor hook), `core.hooksPath=/dev/null` (every hook: `post-checkout` on
+//!   `worktree add`, `post-index-change` on an index write, `reference-transaction` on `branch -D`),
+//!   `credential.helper=` (empties the helper list), `core.askPass=` and `GIT_TERMINAL_PROMPT=0` (no prompt
+//!   program), `protocol.allow=never` and `GIT_NO_LAZY_FETCH` (no transport at all, so `core.sshCommand`,
+//!   `core.gitProxy`, `remote.*.uploadpack` and remote helpers never start; a partial clone does not fetch a
+//!   missing object), `diff.external=` (an external diff fails rather than runs), `log.showSignature=false`
+//!   (no `gpg.program`), `submodule.recurse=false` (a checkout does not enter submodules), and
+//!   `core.untrackedCache=false`, `gc.auto=0`, `maintenance.auto=false` (no background work);
+//! - `--no-pager` and an empty `core.pager`: no pager at all (`core.pager`, `pager.<command>`), rather than
+//!   `core.pager=cat`, which would still look a program up on PATH;
+//! - filter drivers have no fixed name: [`Repo::open`] asks git (`git config --list --show-origin`, inert
+//!   itself; remembered until one of the files it read changes, see `git_filters`) for every
+//!   `filter.<driver>.*` key any configuration sets, the repository's includes too, and empties that
+//!   driver's `clean`, `smudge` and `process` and clears `required` (through `GIT_CONFIG_COUNT`, git 2.31 and
+//!   later: a driver's name may hold `=`, where `-c` would split). `git status` runs with
+//!   `--ignore-submodules=all`, so no git process runs inside a submodule (whose configuration names drivers of
+//!   its own); a file whose committed text would pass through a driver is reported instead of restored raw;
+//! - `GIT_NO_REPLACE_OBJECTS` (the repository's replace refs do not swap the committed text), `safe.bareRepository=explicit`
+//!   (a bare repository planted inside the tree is not found), no optional locks (status does not rewrite the
+//!   index), stdin closed, and a time limit.
+//!
+//! Left alone, and why: `diff.<driver>.textconv` and `diff.<driver>.command` (no command here shows a diff or
+//! passes `--textconv`), `merge.<driver>.driver` (nothing here merges), `core.editor` and `sequence.editor` (no
+//! command here edits a message or a todo list), `uploadpack.packObjectsHook` (git reads it only from protected,
+//! user-owned configuration), `include.path`/`includeIf` (reading a file runs nothing; what it sets is
+//! overridden as above), and the system configuration (the administrator's, not the repository's).
 //!
 //! Owns those commands and the parsing of their output. Must not decide what to do with them.
 
@@ -15,21 +46,31 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::git_filters as filter_cache;
+
 /// How long one git command may take.
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Settings that keep git from running programs, whatever the repository's or the user's configuration says.
-const SAFE_CONFIG: [&str; 6] = [
+const INERT_CONFIG: [&str; 14] = [
     "core.fsmonitor=false",
     "core.hooksPath=/dev/null",
     "core.untrackedCache=false",
+    "core.askPass=",
+    "credential.helper=",
+    "protocol.allow=never",
+    "diff.external=",
+    "log.showSignature=false",
+    "submodule.recurse=false",
+    "safe.bareRepository=explicit",
     "advice.detachedHead=false",
     "gc.auto=0",
     "maintenance.auto=false",
+    "core.pager=",
 ];
 
 /// Variables git keeps from the agent's environment (everything else, `GIT_*` included, is dropped).
-const KEPT_ENV: [&str; 5] = ["PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER"];
+const KEPT_ENV: [&str; 4] = ["HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER"];
 
 /// Why a git operation could not be done. Handled by the caller: checkpoints note the gap, the worktree tools
 /// tell the model (or the user) in words.
@@ -37,17 +78,13 @@ const KEPT_ENV: [&str; 5] = ["PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER"
 pub enum GitError {
     #[error("{0} is not inside a git work tree")]
     NotARepository(PathBuf),
-    #[error(
-        "the repository's configuration ({0}) can make git run programs (a filter driver or an include), so tinycode does not run git in it by itself"
-    )]
-    Unsafe(PathBuf),
     #[error("git {command} failed: {message}")]
     Failed { command: String, message: String },
     #[error("git cannot be run: {0}")]
     Unavailable(String),
 }
 
-/// A git work tree whose configuration runs nothing, ready for commands.
+/// A git work tree, ready for inert commands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Repo {
     /// The work tree's top directory.
@@ -56,6 +93,8 @@ pub struct Repo {
     pub git_dir: PathBuf,
     /// The directory shared by all worktrees of the repository.
     pub common_dir: PathBuf,
+    /// The filter drivers any configuration of the repository defines (each one emptied on every command).
+    pub filters: Vec<String>,
 }
 
 /// A path's state in `git status`: the two status letters (index, work tree).
@@ -72,9 +111,12 @@ impl Entry {
     }
 }
 
-/// Run `git` with the safe settings in `dir`; stdout as bytes.
-async fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
-    let mut command = crate::shell::launch::git(dir).map_err(|e| GitError::Unavailable(e.to_string()))?;
+/// An inert `git` command in `dir` (see the module's doc), with every filter driver in `filters` emptied; the
+/// caller adds the subcommand and its arguments. `git` itself is found by the launcher, outside `dir`'s work tree,
+/// and runs with the `PATH` the launcher cleaned (no empty, relative or in-project entries).
+pub fn inert_command(dir: &Path, filters: &[String]) -> Result<std::process::Command, GitError> {
+    let (program, path) = crate::shell::launch::git(dir).map_err(|e| GitError::Unavailable(e.to_string()))?;
+    let mut command = std::process::Command::new(program);
     command.env_clear();
     for name in KEPT_ENV {
         if let Some(value) = std::env::var_os(name) {
@@ -82,16 +124,37 @@ async fn run(dir: &Path, args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
         }
     }
     command
+        .env("PATH", path)
         .env("LC_ALL", "C")
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_NO_REPLACE_OBJECTS", "1")
+        .env("GIT_NO_LAZY_FETCH", "1")
         .current_dir(dir)
         .stdin(std::process::Stdio::null())
-        .kill_on_drop(true);
-    for setting in SAFE_CONFIG {
+        .arg("--no-pager");
+    for setting in INERT_CONFIG {
         command.arg("-c").arg(setting);
     }
-    command.args(args);
+    // Through the environment, not `-c`: a driver's name may hold `=`, which `-c` would split at.
+    let mut count = 0;
+    for driver in filters {
+        for (key, value) in [("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")] {
+            command.env(format!("GIT_CONFIG_KEY_{count}"), format!("filter.{driver}.{key}"));
+            command.env(format!("GIT_CONFIG_VALUE_{count}"), value);
+            count += 1;
+        }
+    }
+    if count > 0 {
+        command.env("GIT_CONFIG_COUNT", count.to_string());
+    }
+    Ok(command)
+}
+
+/// Run inert `git` in `dir`; stdout as bytes.
+async fn run(dir: &Path, filters: &[String], args: &[&OsStr]) -> Result<Vec<u8>, GitError> {
+    let mut command = tokio::process::Command::from(inert_command(dir, filters)?);
+    command.kill_on_drop(true).args(args);
     let label = args.first().map(|a| a.to_string_lossy().into_owned()).unwrap_or_default();
     let failed = |message: String| GitError::Failed { command: label.clone(), message };
     let output = match tokio::time::timeout(GIT_TIMEOUT, command.output()).await {
@@ -114,18 +177,11 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_string()
 }
 
-/// Does a git configuration file's text set up a filter driver or include another file?
-fn config_runs_programs(text: &str) -> bool {
-    text.lines()
-        .map(|l| l.trim_start().to_ascii_lowercase())
-        .any(|l| l.starts_with("[filter") || l.starts_with("[include"))
-}
-
 impl Repo {
-    /// The work tree holding `dir`, checked to be safe to run git in.
+    /// The work tree holding `dir`, with the filter drivers its configuration defines.
     pub async fn open(dir: &Path) -> Result<Repo, GitError> {
         let args = os(&["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir"]);
-        let out = run(dir, &args).await.map_err(|e| match e {
+        let out = run(dir, &[], &args).await.map_err(|e| match e {
             GitError::Unavailable(_) => e,
             _ => GitError::NotARepository(dir.to_path_buf()),
         })?;
@@ -138,30 +194,33 @@ impl Repo {
         let common_dir =
             if Path::new(common).is_absolute() { PathBuf::from(common) } else { dir.join(common) };
         let common_dir = std::fs::canonicalize(&common_dir).unwrap_or(common_dir);
-        let repo = Repo { root: PathBuf::from(root), git_dir, common_dir };
-        for file in repo.config_files() {
-            if std::fs::read_to_string(&file).is_ok_and(|t| config_runs_programs(&t)) {
-                return Err(GitError::Unsafe(file));
-            }
-        }
+        let mut repo = Repo { root: PathBuf::from(root), git_dir, common_dir, filters: Vec::new() };
+        repo.filters = match filter_cache::lookup(&repo) {
+            Some(filters) => filters,
+            None => repo.ask_filters().await?,
+        };
         Ok(repo)
     }
 
-    fn config_files(&self) -> Vec<PathBuf> {
-        let mut files = Vec::new();
-        for dir in [&self.common_dir, &self.git_dir] {
-            for name in ["config", "config.worktree"] {
-                let file = dir.join(name);
-                if !files.contains(&file) {
-                    files.push(file);
-                }
-            }
-        }
-        files
+    /// Ask git for every configuration key and where it was set: the filter drivers, remembered with the state
+    /// of the files they came from.
+    async fn ask_filters(&self) -> Result<Vec<String>, GitError> {
+        let files = filter_cache::before(self);
+        let listing =
+            run(&self.root, &[], &os(&["config", "-z", "--list", "--show-origin", "--name-only"])).await;
+        let listing = match listing {
+            Ok(listing) => listing,
+            // Exit status 1 with nothing said: no configuration at all.
+            Err(GitError::Failed { message, .. }) if message == "no message" => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let read = filter_cache::Listing::parse(&listing, &self.root);
+        filter_cache::remember(self, &read, files);
+        Ok(read.filters)
     }
 
     async fn git(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
-        run(&self.root, &os(args)).await
+        run(&self.root, &self.filters, &os(args)).await
     }
 
     /// Is this a linked worktree (not the repository's main work tree)?
@@ -171,8 +230,16 @@ impl Repo {
 
     /// Every path `git status` reports (ignored files are not), absolute, with its state.
     pub async fn status(&self) -> Result<BTreeMap<PathBuf, Entry>, GitError> {
-        let out =
-            self.git(&["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]).await?;
+        let out = self
+            .git(&[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+                "--ignore-submodules=all",
+            ])
+            .await?;
         let mut entries = BTreeMap::new();
         for record in out.split(|b| *b == 0).filter(|r| r.len() > 3) {
             let path = String::from_utf8_lossy(&record[3..]).into_owned();
@@ -183,14 +250,34 @@ impl Repo {
     }
 
     /// The committed text of `path` (absolute, inside the work tree) at HEAD, as a checkout would write it;
-    /// `None` when HEAD has no such file.
+    /// `None` when HEAD has no such file. A file a defined filter driver applies to fails: its drivers are off,
+    /// so the text would not be what a checkout writes.
     pub async fn committed(&self, path: &Path) -> Result<Option<Vec<u8>>, GitError> {
         let Ok(relative) = path.strip_prefix(&self.root) else { return Ok(None) };
-        let spec = format!("HEAD:{}", relative.display());
+        let relative = relative.display().to_string();
+        if let Some(driver) = self.filter_of(&relative).await? {
+            return Err(GitError::Failed {
+                command: "cat-file".into(),
+                message: format!(
+                    "its committed text passes through the filter driver `{driver}`, which tinycode does not run"
+                ),
+            });
+        }
+        let spec = format!("HEAD:{relative}");
         match self.git(&["cat-file", "-e", &spec]).await {
             Ok(_) => self.git(&["cat-file", "--filters", &spec]).await.map(Some),
             Err(_) => Ok(None),
         }
+    }
+
+    /// The defined filter driver that applies to `relative` (its `filter` attribute), if any.
+    async fn filter_of(&self, relative: &str) -> Result<Option<String>, GitError> {
+        if self.filters.is_empty() {
+            return Ok(None);
+        }
+        let out = self.git(&["check-attr", "-z", "filter", "--", relative]).await?;
+        let value = out.split(|b| *b == 0).nth(2).map(|v| String::from_utf8_lossy(v).into_owned());
+        Ok(value.filter(|v| self.filters.contains(v)))
     }
 
     /// The commit HEAD points at.
@@ -230,12 +317,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn filters_and_includes_in_a_repository_config_count_as_running_programs() {
-        assert!(config_runs_programs("[core]\n\tbare = false\n[filter \"x\"]\n\tclean = rm -rf ~\n"));
-        assert!(config_runs_programs("[includeIf \"gitdir:~/\"]\n\tpath = evil\n"));
-        assert!(config_runs_programs("  [Include]\n path = x\n"));
-        assert!(!config_runs_programs(
-            "[core]\n\tfsmonitor = run-me\n\thooksPath = .husky\n[user]\n\tname = f\n"
-        ));
+    fn an_inert_command_switches_off_each_program_key_and_empties_every_named_driver() {
+        let command = inert_command(Path::new("/"), &["a=b".to_string()]).unwrap();
+        let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[0], "--no-pager");
+        let settings: Vec<&str> = args[1..].chunks(2).map(|pair| pair[1].as_str()).collect();
+        assert_eq!(settings, INERT_CONFIG.to_vec());
+        let env: BTreeMap<String, String> = command
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned())))
+            .filter(|(k, _)| k.starts_with("GIT_CONFIG"))
+            .collect();
+        let expected: BTreeMap<String, String> = [
+            ("GIT_CONFIG_COUNT", "4"),
+            ("GIT_CONFIG_KEY_0", "filter.a=b.clean"),
+            ("GIT_CONFIG_VALUE_0", ""),
+            ("GIT_CONFIG_KEY_1", "filter.a=b.smudge"),
+            ("GIT_CONFIG_VALUE_1", ""),
+            ("GIT_CONFIG_KEY_2", "filter.a=b.process"),
+            ("GIT_CONFIG_VALUE_2", ""),
+            ("GIT_CONFIG_KEY_3", "filter.a=b.required"),
+            ("GIT_CONFIG_VALUE_3", "false"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        assert_eq!(env, expected);
     }
 }

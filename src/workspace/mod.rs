@@ -1,8 +1,8 @@
 //! The file services the tools share: file access (editor or disk, read ledger, locks), the workspace
 //! boundary, safe reads of regular files, text encodings (UTF-8, UTF-16), the ignore stack and directory walks,
 //! atomic writes, secret files and secret content, formatters, the seam to the checkers (language servers) that
-//! diagnose written files, the git commands tinycode runs itself, and the record of what a turn changed (for
-//! checkpoints).
+//! diagnose written files, the git commands tinycode runs itself (inert) and what git says a repository's
+//! configuration would run, and the record of what a turn changed (for checkpoints).
 //!
 //! Owns how the workspace's files are reached. Must not know the tool framework beyond its error type.
 
@@ -14,6 +14,8 @@ pub mod encoding;
 pub mod files;
 pub mod format;
 pub mod git;
+pub mod git_filters;
+pub mod git_programs;
 pub mod ignore_rules;
 pub mod regular;
 pub mod secret_files;

@@ -158,6 +158,7 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
         bus: tinycode::bus::Bus::new(),
         subagent_depth: 0,
         after_hook: None,
+        before_run: None,
         cancel,
         output_dir: dir.join(".out"),
         progress: None,

@@ -15,6 +15,7 @@ mod fuzz_tools;
 mod fuzz_wire;
 mod hashline;
 mod hostile_shell;
+mod inert_git;
 mod launcher;
 mod lsp;
 mod mcp;

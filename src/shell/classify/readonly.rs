@@ -1,16 +1,18 @@
 //! Is one simple command read-only? Only when every part of it is known to be: a bare command name found on the
 //! system PATH (no `/`, no PATH entry that is relative or inside the project), no environment assignment in front
 //! but a short harmless list, every option on that command's safe list in `allow`, no expansion anywhere, no
-//! redirection that writes, and for git a repository whose own configuration and hooks run nothing.
+//! redirection that writes, and for git a repository (and submodules) whose own configuration and hooks run
+//! nothing, as git itself reports them (`workspace::git_programs`).
 //!
 //! Owns applying the allow-list. "Cannot tell" is always "not read-only".
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::Host;
 use super::allow::{self, Operands, Spec};
 use super::wrap::is_assignment;
 use crate::shell::tokenize::{Redirect, Simple};
+use crate::workspace::git_programs;
 
 /// Environment assignments that may precede a read-only command: locale, time zone and output width or colour.
 const HARMLESS_ASSIGNMENTS: &[&str] = &[
@@ -46,7 +48,7 @@ pub fn command(command: &Simple, host: &Host, after_cd: bool) -> bool {
     if !spec.builtin && !on_system_path(name, host) {
         return false;
     }
-    if name == "git" && (after_cd || !git_repository_runs_nothing(&host.cwd)) {
+    if name == "git" && (after_cd || !fits(spec, args) || !git_programs::runs_nothing(&host.cwd)) {
         return false;
     }
     fits(spec, args)
@@ -189,112 +191,4 @@ fn consume(spec: &Spec, args: &[&str], i: usize) -> Option<usize> {
         }
     }
     Some(i + 1)
-}
-
-/// Words in a repository's configuration that make git run a program or read more configuration.
-const GIT_CONFIG_RUNS: &[&str] = &[
-    "fsmonitor",
-    "pager",
-    "external",
-    "textconv",
-    "command",
-    "editor",
-    "program",
-    "askpass",
-    "hookspath",
-    "filter",
-    "gitproxy",
-    "cmd",
-    "exec",
-    "include",
-    "browser",
-    "showsignature",
-    "worktree",
-];
-
-/// Does the repository git would find from `cwd` leave git's read-only commands read-only? Not when its
-/// configuration names programs (`core.fsmonitor`, `core.pager`, `diff.external`, filters, includes), when it has
-/// hooks, or when a bare repository or linked `.git` that cannot be read is found on the way.
-pub fn git_repository_runs_nothing(cwd: &Path) -> bool {
-    for dir in cwd.ancestors() {
-        let dotgit = dir.join(".git");
-        match std::fs::symlink_metadata(&dotgit) {
-            Ok(meta) if meta.is_dir() => return git_dir_runs_nothing(&dotgit),
-            Ok(meta) if meta.is_file() => {
-                return linked_git_dir(dir, &dotgit).is_some_and(|gitdir| git_dir_runs_nothing(&gitdir));
-            }
-            Ok(_) => return false,
-            Err(_) => {}
-        }
-        if dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir() {
-            // A bare repository inside the tree would be found first and its configuration would apply.
-            return false;
-        }
-    }
-    true
-}
-
-/// The git directory a `.git` file points at (`gitdir: …`), and its common directory's when it has one.
-fn linked_git_dir(dir: &Path, dotgit: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(dotgit).ok()?;
-    let target = text.trim().strip_prefix("gitdir:")?.trim();
-    Some(dir.join(target))
-}
-
-fn git_dir_runs_nothing(gitdir: &Path) -> bool {
-    let mut dirs = vec![gitdir.to_path_buf()];
-    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-        dirs.push(gitdir.join(common.trim()));
-    }
-    dirs.iter().all(|dir| {
-        ["config", "config.worktree"].iter().all(|name| config_runs_nothing(&dir.join(name)))
-            && hooks_are_samples(&dir.join("hooks"))
-    })
-}
-
-fn config_runs_nothing(path: &Path) -> bool {
-    match std::fs::read_to_string(path) {
-        Ok(text) => {
-            config_keys(&text).iter().all(|key| !GIT_CONFIG_RUNS.iter().any(|word| key.contains(word)))
-        }
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-    }
-}
-
-/// The `section.key` names set in a git configuration file (subsection names left out: they are free text).
-fn config_keys(text: &str) -> Vec<String> {
-    let mut keys = Vec::new();
-    let mut section = String::new();
-    let mut continued = false;
-    for line in text.lines() {
-        let line = line.trim();
-        let was_continued = std::mem::replace(&mut continued, line.ends_with('\\'));
-        if was_continued || line.is_empty() || line.starts_with(['#', ';']) {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[') {
-            let end = header.find([' ', '\t', ']', '"']).unwrap_or(header.len());
-            section = header[..end].to_ascii_lowercase();
-            // `[section] key = value` on one line
-            let rest = header.split_once(']').map(|(_, r)| r.trim()).unwrap_or("");
-            if !rest.is_empty() {
-                keys.push(format!("{section}.{}", key_of(rest)));
-            }
-            continue;
-        }
-        keys.push(format!("{section}.{}", key_of(line)));
-    }
-    keys
-}
-
-fn key_of(line: &str) -> String {
-    let end = line.find(['=', ' ', '\t']).unwrap_or(line.len());
-    line[..end].to_ascii_lowercase()
-}
-
-fn hooks_are_samples(hooks: &Path) -> bool {
-    match std::fs::read_dir(hooks) {
-        Ok(entries) => entries.flatten().all(|e| e.file_name().to_string_lossy().ends_with(".sample")),
-        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-    }
 }

@@ -432,46 +432,65 @@ fn a_command_is_read_only_only_when_found_in_a_system_directory_of_path() {
     assert_eq!(classify("cat notes.txt", &host), Class::Normal);
 }
 
+fn git(dir: &Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
-fn git_is_read_only_only_in_a_repository_whose_configuration_and_hooks_run_nothing() {
+fn git_is_read_only_only_where_git_itself_reports_no_program_in_the_repository_or_a_submodule() {
     let fixture = clean();
     let host = &fixture.host;
-    let git = host.cwd.join(".git");
-    write(
-        &git,
-        "config",
-        "[core]\n\trepositoryformatversion = 0\n\tbare = false\n[remote \"origin\"]\n\turl = https://x/commander.git\n",
-    );
-    std::fs::create_dir_all(git.join("hooks")).unwrap();
-    write(&git, "hooks/pre-commit.sample", "");
+    assert_eq!(classify("git status", host), Class::ReadOnly, "outside any repository");
+    git(&host.cwd, &["init", "-q"]);
+    let dotgit = host.cwd.join(".git");
+    let base = std::fs::read_to_string(dotgit.join("config")).unwrap();
     assert_eq!(classify("git status", host), Class::ReadOnly);
-    for config in [
-        "[core]\n\tfsmonitor = rm -rf x\n",
-        "[core]\n\tpager = rm -rf x\n",
-        "[diff]\n\texternal = x\n",
-        "[diff \"x\"]\n\ttextconv = x\n",
-        "[filter \"x\"]\n\tclean = x\n",
-        "[include]\n\tpath = ../evil\n",
-        "[includeIf \"gitdir:/\"]\n\tpath = evil\n",
-        "[core] hooksPath = hooks2\n",
+    write(&dotgit, "evil.cfg", "[filter \"x\"]\n\tclean = x\n");
+    write(&dotgit, "plain.cfg", "[user]\n\tname = someone\n");
+    for (config, what) in [
+        ("[core]\n\tfsmonitor = x\n", "a monitor"),
+        ("[core]\n\tpager = x\n", "a pager"),
+        ("[diff]\n\texternal = x\n", "an external diff"),
+        ("[diff \"x\"]\n\ttextconv = x\n", "a textconv"),
+        ("[FILTER \"x\"]\n\tCLEAN = x\n", "a filter in capitals"),
+        ("[core]\n\thooksPath = hooks2\n", "a hooks path"),
+        // A hand-written parser took the comment's backslash for a continuation and skipped the next line.
+        ("[core]\n\t# tidy \\\n[core] fsmonitor = x\n", "a monitor after a comment ending in a backslash"),
+        ("[core] [filter \"x\"] clean = x\n", "a filter after a second header on one line"),
+        ("[include]\n\tpath = evil.cfg\n", "a filter in an included file"),
     ] {
-        write(&git, "config", config);
-        assert_eq!(classify("git status", host), Class::Normal, "{config}");
+        write(&dotgit, "config", &format!("{base}{config}"));
+        assert_eq!(classify("git status", host), Class::Normal, "{what}");
     }
-    write(&git, "config", "[core]\n\tbare = false\n");
-    write(&git, "hooks/post-index-change", "#!/bin/sh\nrm -rf x\n");
+    write(&dotgit, "config", &format!("{base}[include]\n\tpath = plain.cfg\n"));
+    assert_eq!(classify("git status", host), Class::ReadOnly, "an include git reads as harmless");
+    write(&dotgit, "config", &base);
+    write(&dotgit, "hooks/post-index-change", "#!/bin/sh\nrm -rf x\n");
     assert_eq!(classify("git status", host), Class::Normal, "a hook is installed");
-    std::fs::remove_dir_all(&git).unwrap();
-    let bare = host.cwd.join("vendor/evil");
-    write(&bare, "HEAD", "ref: refs/heads/main\n");
-    write(&bare, "config", "[core]\n\tfsmonitor = x\n");
-    std::fs::create_dir_all(bare.join("objects")).unwrap();
-    std::fs::create_dir_all(bare.join("refs")).unwrap();
-    let inside = Host { cwd: bare.clone(), ..host.clone() };
-    assert_eq!(classify("git log", &inside), Class::Normal, "a bare repository is found first");
-    write(&host.cwd, ".git", "gitdir: elsewhere/.git\n");
-    write(&host.cwd, "elsewhere/.git/config", "[core]\n\tpager = x\n");
-    assert_eq!(classify("git log", host), Class::Normal, "a linked git directory is checked too");
+    std::fs::remove_file(dotgit.join("hooks/post-index-change")).unwrap();
+    assert_eq!(classify("git status", host), Class::ReadOnly);
+
+    let lib = host.cwd.join("lib");
+    write(&lib, "b.txt", "b\n");
+    git(&lib, &["init", "-q"]);
+    git(&lib, &["add", "."]);
+    git(&lib, &["commit", "-q", "-m", "lib"]);
+    git(&host.cwd, &["add", "lib"]);
+    assert_eq!(classify("git diff", host), Class::ReadOnly, "a submodule that runs nothing");
+    let sub_config = lib.join(".git/config");
+    let sub_base = std::fs::read_to_string(&sub_config).unwrap();
+    std::fs::write(&sub_config, format!("{sub_base}[core]\n\tfsmonitor = x\n")).unwrap();
+    assert_eq!(classify("git diff", host), Class::Normal, "a submodule's monitor");
+    let inside = Host { cwd: lib.join("deeper"), ..host.clone() };
+    std::fs::create_dir_all(&inside.cwd).unwrap();
+    assert_eq!(classify("git log", &inside), Class::Normal, "from inside the submodule");
 }
 
 #[test]

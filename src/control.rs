@@ -1,7 +1,8 @@
 //! What tools may change about their session besides files: the to-do list (`todowrite`), a pending switch of
 //! agent (`plan_enter` / `plan_exit`), the way to put a question to the user (`question`), the git worktree the
 //! session works in (`enter_worktree` / `exit_worktree`, applied after the tool round), the session's scheduled
-//! jobs (`cron_*`, through the [`Jobs`] seam) and the wake-up signal `sleep` waits for (a message from the user).
+//! jobs (`cron_*`, through the [`Jobs`] seam) and the wake-up signal `sleep` waits for (a message from the user),
+//! with a shorter limit on one `sleep` where a harness sets one.
 //!
 //! Owns that shared state and the seams the session plugs in (a hook that saves and shows the to-do list, the
 //! [`Asker`], [`Jobs`]). Must not know how the session persists or how the editor asks.
@@ -139,6 +140,8 @@ pub struct Control {
     jobs: RwLock<Option<Arc<dyn Jobs>>>,
     /// Bumped (with why) whenever the user sends something while a turn runs; `sleep` wakes on it.
     wakes: tokio::sync::watch::Sender<(u64, &'static str)>,
+    /// A shorter limit on one `sleep` than the tool's own (harnesses that call tools by the thousand).
+    longest_sleep: Mutex<Option<std::time::Duration>>,
     /// Files the session's tools changed, counted.
     edits: AtomicU64,
     /// `edits` when the current list got its first unfinished item.
@@ -266,6 +269,16 @@ impl Control {
     /// Changes when [`Control::wake`] is called; the value says why.
     pub fn wakes(&self) -> tokio::sync::watch::Receiver<(u64, &'static str)> {
         self.wakes.subscribe()
+    }
+
+    /// Cut every `sleep` of this session at `limit` (below the tool's own limit; a longer one changes nothing).
+    pub fn limit_sleep(&self, limit: std::time::Duration) {
+        *lock(&self.longest_sleep) = Some(limit);
+    }
+
+    /// The limit [`Control::limit_sleep`] set, if any.
+    pub fn longest_sleep(&self) -> Option<std::time::Duration> {
+        *lock(&self.longest_sleep)
     }
 }
 

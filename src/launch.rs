@@ -49,6 +49,48 @@ fn init_logging(default: &str) {
     }
 }
 
+/// Report every panic through the log, as other errors are, instead of the default hook's raw message on stderr
+/// (which `tinycode run --json` and editors would show as garbage). Most panics are caught (the tool boundary turns
+/// one into its call's error, the prompt handler into a failed turn) and their consequence is logged where they
+/// are caught; this adds where it happened. Before logging starts, or on the main thread (the panic ends the
+/// process), one `error:` line says so, as for any fatal error.
+fn log_panics() {
+    let main = std::thread::current().id();
+    std::panic::set_hook(Box::new(move |info| {
+        let fatal = std::thread::current().id() == main;
+        let backtrace = std::backtrace::Backtrace::capture();
+        let backtrace =
+            (backtrace.status() == std::backtrace::BacktraceStatus::Captured).then(|| backtrace.to_string());
+        report_panic(&panic_text(info), backtrace.as_deref(), fatal);
+    }));
+}
+
+/// A panic's message and where it happened, one line.
+fn panic_text(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    match info.location() {
+        Some(at) => format!("{message} (at {}:{})", at.file(), at.line()),
+        None => message,
+    }
+}
+
+/// Log a panic (with the backtrace `RUST_BACKTRACE` asked for); a line on stderr only when it ends the process or
+/// nothing logs yet.
+fn report_panic(text: &str, backtrace: Option<&str>, fatal: bool) {
+    let logging = tracing::dispatcher::get_default(|d| !d.is::<tracing::subscriber::NoSubscriber>());
+    if logging {
+        tracing::error!(panic = %text, backtrace, fatal, "a panic");
+    }
+    if fatal || !logging {
+        say(&format!("error: internal error: {text}\n"));
+    }
+}
+
 /// The allocator is glibc's, with one arena and a fixed 128 KB mmap threshold (so large buffers go back to the
 /// system when freed): measured against the default, two arenas, jemalloc and mimalloc in `benches/memory.py`
 /// (figures in benches/README.md). Set before any thread starts; `MALLOC_ARENA_MAX` / `MALLOC_MMAP_THRESHOLD_`
@@ -104,6 +146,7 @@ pub fn main() -> u8 {
     if let Some(code) = crate::shell::supervisor::run_if_requested() {
         return code;
     }
+    log_panics();
     tune_allocator();
     // Help and version print to stdout and exit 0; usage errors print to stderr and exit 2.
     let cli = parse();
@@ -357,5 +400,59 @@ fn exit_of(code: u8) -> Exit {
         0 => Exit::Done,
         2 => Exit::Usage,
         _ => Exit::Failed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a subscriber on this thread was given, as text.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_caught_panic_is_logged_with_its_message_and_place_and_not_printed_raw() {
+        let captured = Captured::default();
+        let sink = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || sink.clone())
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .finish();
+        let previous = std::panic::take_hook();
+        // The hook is the process's: a panic of this thread only is reported, everything else goes on as before.
+        let this = std::thread::current().id();
+        std::panic::set_hook(Box::new(move |info| {
+            if std::thread::current().id() == this {
+                report_panic(&panic_text(info), None, false);
+            } else {
+                previous(info);
+            }
+        }));
+        let line = line!() + 2;
+        let caught = tracing::subscriber::with_default(subscriber, || {
+            std::panic::catch_unwind(|| panic!("byte index 2 is not a char boundary"))
+        });
+        let _ = std::panic::take_hook();
+        assert!(caught.is_err());
+        let logged = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            logged,
+            format!(
+                "ERROR a panic panic=byte index 2 is not a char boundary (at src/launch.rs:{line}) fatal=false\n"
+            )
+        );
     }
 }

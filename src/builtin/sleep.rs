@@ -1,6 +1,7 @@
 //! The `sleep` tool (seed 003): wait without a shell process, waking early when the user sends something or a
-//! background task exits. Shows a once-a-second progress tick; a wait longer than [`MAX_SECONDS`] is cut and
-//! the result says what is left.
+//! background task exits. Shows a once-a-second progress tick; a wait longer than [`MAX_SECONDS`] (or the
+//! session's shorter limit, [`crate::control::Control::limit_sleep`], set by harnesses) is cut and the result says
+//! what is left.
 //!
 //! Owns the waiting. The wake-up signals come from `control` (the user) and `shell::tasks` (task exits).
 
@@ -17,6 +18,7 @@ use crate::tool::{Context, Def, Progress, ToolError, ToolOutput, arg_opt_str};
 pub const ID: &str = "sleep";
 /// The longest one sleep lasts.
 pub const MAX_SECONDS: u64 = 600;
+const LONGEST: Duration = Duration::from_secs(MAX_SECONDS);
 
 pub fn def() -> Def {
     Def {
@@ -80,17 +82,28 @@ fn exited(ctx: &Context, before: &[String]) -> String {
     }
 }
 
+/// `duration` as the tool says it: whole seconds, or to the millisecond under a harness's shorter limit.
+fn shown(duration: Duration) -> String {
+    if duration.subsec_nanos() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.3} s", duration.as_secs_f64())
+    }
+}
+
 async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
     let requested = seconds(&args)?;
     let _ = arg_opt_str(&args, "reason")?;
-    let planned = requested.min(MAX_SECONDS);
+    let limit = ctx.control.longest_sleep().map_or(LONGEST, |limit| limit.min(LONGEST));
+    let asked = Duration::from_secs(requested);
+    let planned = asked.min(limit);
     let mut wakes = ctx.control.wakes();
     wakes.borrow_and_update();
     let mut exits = ctx.tasks.exits();
     exits.borrow_and_update();
     let tasks = running_tasks(&ctx);
     let start = tokio::time::Instant::now();
-    let deadline = start + Duration::from_secs(planned);
+    let deadline = start + planned;
     let mut ticks = tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
     let woke = loop {
         tokio::select! {
@@ -101,18 +114,19 @@ async fn execute(ctx: Context, args: Value) -> Result<ToolOutput, ToolError> {
             () = tokio::time::sleep_until(deadline) => break None,
             _ = ticks.tick() => {
                 let slept = start.elapsed().as_secs();
-                ctx.report(Progress::Output(format!("{slept} s of {planned} s")));
+                ctx.report(Progress::Output(format!("{slept} s of {}", shown(planned))));
             }
         }
     };
     let slept = start.elapsed().as_secs();
     let output = match &woke {
-        Some(why) => format!("Woke after {slept} s of {planned} s: {why}."),
-        None if requested > planned => format!(
-            "Slept {planned} s, the longest one sleep lasts; {} s of the {requested} s asked for remain: call sleep again to keep waiting.",
-            requested - planned
+        Some(why) => format!("Woke after {slept} s of {}: {why}.", shown(planned)),
+        None if asked > planned => format!(
+            "Slept {}, the longest one sleep lasts; {} of the {requested} s asked for remain: call sleep again to keep waiting.",
+            shown(planned),
+            shown(asked - planned)
         ),
-        None => format!("Slept {planned} s."),
+        None => format!("Slept {}.", shown(planned)),
     };
     Ok(ToolOutput {
         metadata: json!({"requested": requested, "slept": slept, "woke": woke}),
@@ -163,5 +177,26 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(3)).await;
         cancel.cancel();
         assert_eq!(sleeping.await.unwrap().unwrap_err(), ToolError::Cancelled);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_limit_cuts_a_sleep_below_the_tools_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = context(dir.path(), None);
+        ctx.control.limit_sleep(Duration::from_millis(10));
+        let start = tokio::time::Instant::now();
+        let out = execute(ctx, json!({"seconds": 30})).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+        assert_eq!(
+            out.output,
+            "Slept 0.010 s, the longest one sleep lasts; 29.990 s of the 30 s asked for remain: call sleep again to keep waiting."
+        );
+        let ctx = context(dir.path(), None);
+        ctx.control.limit_sleep(Duration::from_secs(3600));
+        let out = execute(ctx, json!({"seconds": 900})).await.unwrap();
+        assert_eq!(
+            out.output,
+            "Slept 600 s, the longest one sleep lasts; 300 s of the 900 s asked for remain: call sleep again to keep waiting."
+        );
     }
 }

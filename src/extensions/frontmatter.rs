@@ -55,11 +55,15 @@ fn plain(value: &str) -> String {
     value.trim().to_string()
 }
 
-/// A block scalar's lines (`|` keeps line breaks, `>` folds them into spaces).
+/// A block scalar's lines (`|` keeps line breaks, `>` folds them into spaces), without the indentation common to
+/// them, counted in characters (a multi-byte space such as U+200A is one; in bytes a line would be cut inside it).
 fn block(lines: &[&str], literal: bool) -> String {
-    let indent = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| l.len() - l.trim_start().len()).min();
-    let indent = indent.unwrap_or(0);
-    let cut: Vec<&str> = lines.iter().map(|l| l.get(indent..).unwrap_or("").trim_end()).collect();
+    let width = |l: &str| l.chars().take_while(|c| c.is_whitespace()).count();
+    let indent = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| width(l)).min().unwrap_or(0);
+    let cut: Vec<&str> = lines
+        .iter()
+        .map(|l| l.char_indices().nth(indent).map_or("", |(at, _)| &l[at..]).trim_end())
+        .collect();
     let text = if literal {
         cut.join("\n")
     } else {
@@ -178,6 +182,12 @@ mod tests {
         assert_eq!(doc.get("allowed-tools"), Some("[Read, Grep]"));
         assert_eq!(doc.get("summary"), Some("line 1\nline 2"));
         assert_eq!(doc.body, "Body\n");
+    }
+
+    #[test]
+    fn block_lines_indented_with_a_hair_space_keep_their_text() {
+        let doc = parse("---\nsummary: |\n \u{200A}first\n  second\n   third\n---\n").unwrap();
+        assert_eq!(doc.get("summary"), Some("first\nsecond\n third"));
     }
 
     #[test]

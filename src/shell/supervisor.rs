@@ -65,6 +65,8 @@ mod linux {
     const POLITE: [i32; 4] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT];
     /// How often the supervisor checks its parent even without a signal.
     const PARENT_CHECK: Duration = Duration::from_secs(1);
+    /// How long [`clear_out`] waits for a child's SIGCHLD before it walks the tree again.
+    const CHILD_EXIT_CHECK: Duration = Duration::from_millis(20);
 
     fn signal_set(signals: &[i32]) -> libc::sigset_t {
         // SAFETY: sigemptyset initialises the set before sigaddset uses it; both only write to it.
@@ -111,22 +113,42 @@ mod linux {
     }
 
     /// Kill everything below this process and reap it all (orphans come here: this process is their reaper).
-    fn clear_out() {
+    /// As a subreaper nothing can leave the tree below it, so no freeze is needed: each pass SIGKILLs what it sees
+    /// (a process with SIGKILL pending cannot fork again) and reaps what died, and the tree is empty once no child
+    /// is left. Between passes it waits for a SIGCHLD (blocked here, so it stays pending), not a fixed sleep.
+    /// Without the subreaper switch, orphans could slip out between passes: then the tree is frozen first.
+    fn clear_out(subreaper: bool) {
         // SAFETY: getpid cannot fail.
         let me = unsafe { libc::getpid() };
         let deadline = Instant::now() + tree::KILL_PATIENCE;
+        let child_exits = signal_set(&[libc::SIGCHLD]);
         loop {
-            tree::kill_descendants(me);
-            let mut status = 0;
-            // SAFETY: as in `reap`.
-            let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
-            if pid > 0 {
-                continue;
+            if subreaper {
+                tree::signal_descendants(me, libc::SIGKILL);
+            } else {
+                tree::kill_descendants(me);
             }
-            if pid < 0 || Instant::now() >= deadline {
+            if reap_all() {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(1));
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            next_signal(&child_exits, left.min(CHILD_EXIT_CHECK));
+        }
+    }
+
+    /// Reap every child that has exited; returns whether no child is left at all.
+    fn reap_all() -> bool {
+        loop {
+            let mut status = 0;
+            // SAFETY: as in `reap`.
+            match unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) } {
+                0 => return false,
+                pid if pid < 0 => return true,
+                _ => {}
+            }
         }
     }
 
@@ -166,7 +188,7 @@ mod linux {
             libc::pthread_sigmask(libc::SIG_BLOCK, &watched, std::ptr::null_mut());
             libc::prctl(libc::PR_SET_PDEATHSIG, PARENT_DEATH_SIGNAL as libc::c_ulong, 0, 0, 0);
         }
-        tree::become_subreaper();
+        let subreaper = tree::become_subreaper();
         if parent_changed(parent) {
             return 1; // The agent died before the kernel could be told to watch it: start nothing.
         }
@@ -193,7 +215,7 @@ mod linux {
         let status = loop {
             match next_signal(&watched, PARENT_CHECK) {
                 Some(FINISH_SIGNAL) => {
-                    clear_out();
+                    clear_out(subreaper);
                     // The wait status of a death by a signal is the signal's number.
                     return mirror(libc::SIGKILL);
                 }
@@ -203,14 +225,14 @@ mod linux {
                 _ => {}
             }
             if parent_changed(parent) {
-                clear_out();
+                clear_out(subreaper);
                 return 1;
             }
             if let Some(status) = reap(child) {
                 break status;
             }
         };
-        clear_out();
+        clear_out(subreaper);
         mirror(status)
     }
 }

@@ -30,6 +30,12 @@ pub fn group(pid: i32) -> Option<i32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
 }
 
+/// When `pid` started (clock ticks after boot): with the pid, it names one process, even after the pid is reused.
+pub fn started(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
 /// Is `pid` alive (neither gone nor a zombie)?
 pub fn alive(pid: i32) -> bool {
     !matches!(state(pid), None | Some('Z' | 'X' | 'x'))
@@ -131,9 +137,38 @@ pub fn kill_tree(root: i32) -> Vec<i32> {
     left
 }
 
+/// The pause between two looks at a tree that was just signalled: none at first (the CPU is offered to the
+/// signalled processes, which must run to stop or die), then doubling from [`FIRST_PAUSE`] to [`LONGEST_PAUSE`].
+/// A fixed 1 ms sleep per look (the kernel rounds it up further) was most of what a cancel cost.
+struct Backoff {
+    pause: Duration,
+}
+
+/// The first real sleep of a [`Backoff`].
+const FIRST_PAUSE: Duration = Duration::from_micros(50);
+/// The longest sleep of a [`Backoff`] (a process in uninterruptible sleep may take long to act on a signal).
+const LONGEST_PAUSE: Duration = Duration::from_millis(2);
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff { pause: Duration::ZERO }
+    }
+
+    fn wait(&mut self) {
+        if self.pause.is_zero() {
+            std::thread::yield_now();
+            self.pause = FIRST_PAUSE;
+        } else {
+            std::thread::sleep(self.pause);
+            self.pause = (self.pause * 2).min(LONGEST_PAUSE);
+        }
+    }
+}
+
 /// SIGSTOP everything below `root` until nothing there is still running; returns what was stopped.
 fn freeze(root: i32, deadline: Instant) -> Vec<i32> {
     let mut frozen = Vec::new();
+    let mut backoff = Backoff::new();
     loop {
         let loose: Vec<i32> = descendants(root)
             .into_iter()
@@ -148,12 +183,13 @@ fn freeze(root: i32, deadline: Instant) -> Vec<i32> {
                 frozen.push(pid);
             }
         }
-        std::thread::sleep(Duration::from_millis(1));
+        backoff.wait();
     }
 }
 
 /// SIGKILL everything below `root` (and what was `frozen`) pass after pass until none of it is alive.
 fn kill_until_gone(root: i32, mut frozen: Vec<i32>, deadline: Instant) -> Vec<i32> {
+    let mut backoff = Backoff::new();
     loop {
         let live: Vec<i32> =
             descendants(root).into_iter().chain(frozen.drain(..)).filter(|p| alive(*p)).collect();
@@ -167,7 +203,7 @@ fn kill_until_gone(root: i32, mut frozen: Vec<i32>, deadline: Instant) -> Vec<i3
             tracing::warn!(root, left = ?live, "processes did not die after SIGKILL");
             return live;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        backoff.wait();
     }
 }
 
@@ -252,6 +288,12 @@ mod tests {
     #[test]
     fn state_and_parent_read_names_with_spaces_and_parentheses() {
         assert_eq!(parent(std::process::id() as i32), Some(unsafe { libc::getppid() }));
+        let mine = std::fs::read_to_string("/proc/self/stat").unwrap();
+        assert_eq!(
+            started(std::process::id() as i32).map(|t| t.to_string()),
+            mine.split(' ').nth(21).map(String::from)
+        );
+        assert_eq!(started(i32::MAX), None);
         assert!(matches!(state(std::process::id() as i32), Some('R' | 'S')));
         assert_eq!(state(i32::MAX), None);
         assert!(!alive(i32::MAX));

@@ -9,7 +9,7 @@ use agent_client_protocol::v1::schema::PermissionOptionKind as K;
 use serde_json::json;
 
 use super::turn::{stop, tool_result};
-use crate::support::client::{Answer, Harness};
+use crate::support::client::{Answer, Harness, PATIENCE};
 use crate::support::fake_model::{answer, calls};
 use crate::support::trees;
 
@@ -31,6 +31,41 @@ async fn cancel_kills_setsid_children_daemons_and_trees_that_ignore_sigterm() {
     let pids = trees::pids(&pidfile).await;
     h.client.cancel(&session);
     assert_eq!(stop(&turn.await.unwrap().unwrap()), json!("cancelled"));
+    assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
+    h.model.assert_done();
+}
+
+#[tokio::test]
+async fn cancel_ends_the_tree_and_answers_even_when_the_command_stopped_its_supervisor() {
+    let h = Harness::start(vec![]).await;
+    let pidfile = h.cwd.join("tree.pids");
+    let p = pidfile.display();
+    // The supervisor (the shell's parent) is stopped, so it can neither kill nor reap; checked by name, so the
+    // test never stops anything else.
+    let command = format!(
+        "sleep 1000 & echo $! >> {p}; (sleep 1000 & echo $! >> {p}) &\n\
+         case \"$(tr '\\0' ' ' < /proc/$PPID/cmdline)\" in *__supervise*) kill -STOP $PPID;; esac\n\
+         until [ \"$(wc -l < {p})\" -ge 2 ]; do :; done; echo $$ >> {p}; wait"
+    );
+    h.model.script(vec![bash("c", json!({"command": command}))]);
+    h.client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    let turn = h.client.prompt_later(&session, "start them");
+    let pids = tokio::time::timeout(PATIENCE, async {
+        loop {
+            let text = std::fs::read_to_string(&pidfile).unwrap_or_default();
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.len() == 3 {
+                return pids;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the command wrote its pids");
+    h.client.cancel(&session);
+    let answered = tokio::time::timeout(PATIENCE, turn).await.expect("the cancelled prompt was answered");
+    assert_eq!(stop(&answered.unwrap().unwrap()), json!("cancelled"));
     assert_eq!(trees::survivors(&pids, DEATH).await, Vec::<i32>::new());
     h.model.assert_done();
 }

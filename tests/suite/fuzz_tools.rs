@@ -20,6 +20,8 @@ const CASES_PER_TOOL: u32 = 300;
 const CANCEL_AFTER: Duration = Duration::from_secs(2);
 /// A call that has not come back this long after its cancel is hung.
 const HANG: Duration = Duration::from_secs(20);
+/// How long one fuzzed `sleep` may last: its argument handling is what is fuzzed, not the waiting.
+const LONGEST_SLEEP: Duration = Duration::from_millis(5);
 
 const PATHS: &[&str] = &[
     "a.txt",
@@ -150,6 +152,9 @@ fn arguments(parameters: &Value) -> BoxedStrategy<Value> {
 
 fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::tasks::Tasks>) -> Context {
     use tinycode::workspace::files::{FileLocks, Files};
+    let control = Arc::new(tinycode::control::Control::default());
+    // A fuzzed `sleep` asks for up to 600 s; thousands of them would each wait out the cancel deadline.
+    control.limit_sleep(LONGEST_SLEEP);
     Context {
         session_id: "fuzz".into(),
         call_id: "call".into(),
@@ -172,7 +177,7 @@ fn context(dir: &Path, cancel: CancellationToken, tasks: &Arc<tinycode::shell::t
         diagnostics: None,
         tasks: tasks.clone(),
         terminals: None,
-        control: Default::default(),
+        control,
         subagents: None,
         edit_mode: Default::default(),
     }

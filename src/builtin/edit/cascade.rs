@@ -297,6 +297,21 @@ mod tests {
     }
 
     #[test]
+    fn an_old_string_indented_with_hair_spaces_and_spaces_goes_through_every_strategy() {
+        // The whole cascade, as the fuzzer drove it: every strategy sees the mixed indentation and none panics.
+        assert_eq!(
+            edit("fn a() {}\n", "\u{200A}x();\n y();", "z();", false),
+            Err(EditError::NotFound { hint: None })
+        );
+        let edited =
+            edit("fn a() {\n\u{200A}\u{200A}x();\n  y();\n}\n", "\u{200A}x();\n y();", "z();", false);
+        assert_eq!(
+            edited.map(|e| (e.content, e.strategy)),
+            Ok(("fn a() {\nz();\n}\n".to_string(), Some(Strategy::LineTrimmed)))
+        );
+    }
+
+    #[test]
     fn a_cancelled_edit_stops_matching_and_adds_no_note() {
         let cancelled = || true;
         let budget = Budget::new(Some(&cancelled));

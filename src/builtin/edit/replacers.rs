@@ -252,18 +252,29 @@ fn whitespace_normalized(content: &str, find: &str, budget: &Budget) -> Vec<Stri
     found
 }
 
-fn leading_whitespace(line: &str) -> usize {
-    line.len() - line.trim_start().len()
+/// The width of `line`'s indentation in characters (not bytes: an indentation may hold multi-byte spaces such as
+/// U+200A, and the same width in bytes would cut another line inside one).
+fn indentation_width(line: &str) -> usize {
+    line.chars().take_while(|c| c.is_whitespace()).count()
 }
 
-/// Remove the indentation common to all non-blank lines.
+/// `line` without its first `width` characters (at most its indentation, so nothing else is lost).
+fn dedent(line: &str, width: usize) -> &str {
+    line.char_indices().nth(width).map_or("", |(at, _)| &line[at..])
+}
+
+/// Remove the indentation common to all non-blank lines: as many characters as the least indented line has.
 fn remove_indentation(text: &str) -> String {
     let lines: Vec<&str> = text.split('\n').collect();
-    let Some(indent) = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| leading_whitespace(l)).min()
+    let Some(indent) = lines.iter().filter(|l| !l.trim().is_empty()).map(|l| indentation_width(l)).min()
     else {
         return text.to_string();
     };
-    lines.iter().map(|l| if l.trim().is_empty() { *l } else { &l[indent..] }).collect::<Vec<_>>().join("\n")
+    lines
+        .iter()
+        .map(|l| if l.trim().is_empty() { *l } else { dedent(l, indent) })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Every window of `count` lines that `matches`, each looked at in place (a window is a slice of `content`).
@@ -606,6 +617,19 @@ mod tests {
         assert_eq!(
             yields(Strategy::IndentationFlexible, content, "fn f() {\n    g();\n}"),
             vec!["        fn f() {\n            g();\n        }"]
+        );
+    }
+
+    #[test]
+    fn indentation_mixing_hair_spaces_and_spaces_is_measured_in_characters_not_bytes() {
+        // U+200A is three bytes: the narrowest indentation in bytes cut another line inside one (a panic).
+        assert_eq!(remove_indentation("\u{200A}x();\n y();"), "x();\ny();");
+        assert_eq!(remove_indentation("\u{200A}\u{200A}a\n  b\n\n   c"), "a\nb\n\n c");
+        assert_eq!(remove_indentation(" \u{3000}\u{200A}a\n\t\t\tb"), "a\nb");
+        let content = "fn a() {\n\u{200A}\u{200A}x();\n  y();\n}";
+        assert_eq!(
+            yields(Strategy::IndentationFlexible, content, "\u{200A}x();\n y();"),
+            vec!["\u{200A}\u{200A}x();\n  y();"]
         );
     }
 

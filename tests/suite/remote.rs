@@ -177,7 +177,8 @@ async fn a_web_page_of_a_foreign_origin_gets_403_while_no_origin_loopback_and_al
         policy.allow_origins = vec!["https://editor.example".into()];
     })
     .await;
-    let from = |origin: &'static str| websocket::connect_from(&server.addr.to_string(), Some(&server.token), false, Some(origin));
+    let address = server.addr.to_string();
+    let from = |origin: &'static str| websocket::connect_from(&address, Some(&server.token), false, Some(origin));
     for foreign in ["https://evil.example", "http://localhost.evil.example:3000", "null", "http://10.0.0.1:8080"] {
         assert_eq!(refused(from(foreign).await), 403, "{foreign}");
     }

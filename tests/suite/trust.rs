@@ -351,8 +351,8 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
         stdout,
         format!(
             "Trusted {}. These settings of {}/.tinycode/config.toml now apply:\n  permission = \
-             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they change, \
-             tinycode asks again.\n",
+             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they, the \
+             files they run or the repository at this path change, tinycode asks again.\n",
             project.display(),
             project.display()
         )

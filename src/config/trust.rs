@@ -242,7 +242,10 @@ impl Request {
     pub fn title(&self) -> String {
         match (self.changed, self.again) {
             (true, Some(Again::Repository)) => {
-                format!("Trust the project {}? Another repository is at this path now.", self.project.display())
+                format!(
+                    "Trust the project {}? Another repository is at this path now.",
+                    self.project.display()
+                )
             }
             (true, _) => format!("Trust the changed settings of {}?", self.project.display()),
             (false, _) => format!("Trust the project {}?", self.project.display()),
@@ -258,12 +261,16 @@ impl Request {
                 "is as you trusted it, but a file its settings run changed since ({}). It wants to:",
                 binding::shown(&self.binding.named)
             ),
-            Some(Again::Repository) => "is at a path you trusted, but in another repository than the one you \
+            Some(Again::Repository) => {
+                "is at a path you trusted, but in another repository than the one you \
                  trusted there (it was replaced or unpacked anew). It wants to:"
-                .into(),
-            Some(Again::OldRecord) => "was trusted with an older tinycode, whose trust did not cover the files \
+                    .into()
+            }
+            Some(Again::OldRecord) => {
+                "was trusted with an older tinycode, whose trust did not cover the files \
                  the settings run or the repository: please confirm once more. It wants to:"
-                .into(),
+                    .into()
+            }
             Some(Again::Settings) | None => "changed since you trusted this project. It wants to:".into(),
         }
     }

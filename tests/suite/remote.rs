@@ -178,11 +178,16 @@ async fn a_web_page_of_a_foreign_origin_gets_403_while_no_origin_loopback_and_al
     })
     .await;
     let address = server.addr.to_string();
-    let from = |origin: &'static str| websocket::connect_from(&address, Some(&server.token), false, Some(origin));
-    for foreign in ["https://evil.example", "http://localhost.evil.example:3000", "null", "http://10.0.0.1:8080"] {
+    let from =
+        |origin: &'static str| websocket::connect_from(&address, Some(&server.token), false, Some(origin));
+    for foreign in
+        ["https://evil.example", "http://localhost.evil.example:3000", "null", "http://10.0.0.1:8080"]
+    {
         assert_eq!(refused(from(foreign).await), 403, "{foreign}");
     }
-    for allowed in ["http://127.0.0.1:5173", "http://localhost:3000", "http://[::1]:8080", "https://editor.example"] {
+    for allowed in
+        ["http://127.0.0.1:5173", "http://localhost:3000", "http://[::1]:8080", "https://editor.example"]
+    {
         assert!(from(allowed).await.is_ok(), "{allowed}");
     }
     let (client, _bridge) = client_over(from("http://localhost:3000").await.unwrap()).await;

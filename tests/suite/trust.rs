@@ -460,7 +460,8 @@ async fn a_projects_tool_descriptions_need_trust_while_the_users_own_always_appl
 }
 
 #[tokio::test]
-async fn a_trusted_project_whose_formatter_script_changed_is_asked_about_again_and_the_new_script_never_runs() {
+async fn a_trusted_project_whose_formatter_script_changed_is_asked_about_again_and_the_new_script_never_runs()
+{
     let h = Setup::new(vec![])
         .file("fmt.sh", "exit 0\n")
         .config("[formatters]\ntxt = [\"sh\", \"fmt.sh\"]")

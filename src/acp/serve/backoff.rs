@@ -40,7 +40,8 @@ impl Backoff {
         }
         let mut warning = format!("cannot accept connections: {error}");
         if exhausted(error) {
-            warning.push_str(" (out of file descriptors or memory: retrying with a growing wait of up to 1 s)");
+            warning
+                .push_str(" (out of file descriptors or memory: retrying with a growing wait of up to 1 s)");
         }
         if self.quiet > 0 {
             warning.push_str(&format!("; {} more failed since the last warning", self.quiet));

@@ -23,7 +23,9 @@ pub fn parse_origin(text: &str) -> Result<String, String> {
             && !rest.contains(['/', '?', '#', '@', ' '])
     });
     if !valid {
-        return Err(format!("`{text}` is not an origin: write it as scheme://host[:port], e.g. https://example.com"));
+        return Err(format!(
+            "`{text}` is not an origin: write it as scheme://host[:port], e.g. https://example.com"
+        ));
     }
     Ok(origin)
 }
@@ -36,7 +38,9 @@ fn is_loopback(origin: &str) -> bool {
     LOOPBACK_HOSTS.iter().any(|host| {
         rest.strip_prefix(host).is_some_and(|port| {
             port.is_empty()
-                || port.strip_prefix(':').is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+                || port
+                    .strip_prefix(':')
+                    .is_some_and(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
         })
     })
 }

@@ -179,15 +179,7 @@ mod tests {
         ));
         assert_eq!(
             words,
-            [
-                "bash",
-                "fmt.sh",
-                "node",
-                "scripts/deploy.sh",
-                "sh",
-                "srv/index.js",
-                "tools/fmt.toml"
-            ]
+            ["bash", "fmt.sh", "node", "scripts/deploy.sh", "sh", "srv/index.js", "tools/fmt.toml"]
         );
     }
 

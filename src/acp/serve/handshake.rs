@@ -49,7 +49,7 @@ fn is_loopback(origin: &str) -> bool {
 pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
     let Some(origin) = origin else { return true };
     let origin = origin.trim().trim_end_matches('/').to_ascii_lowercase();
-    is_loopback(&origin) || allowed.iter().any(|a| *a == origin)
+    is_loopback(&origin) || allowed.contains(&origin)
 }
 
 /// The token a handshake request presents: the `Authorization: Bearer` header, else `?token=` in the URL.

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use tinycode::acp::serve::Policy;
 use tinycode::config::Sources;
 use tinycode::session::Manager;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -68,7 +69,12 @@ async fn main() {
     let stop = CancellationToken::new();
     let sources = sources(data.path());
     let manager: Arc<dyn Fn() -> Manager + Send + Sync> = Arc::new(move || Manager::new(sources.clone()));
-    tokio::spawn(tinycode::acp::serve::accept(listener, Arc::new(token.clone()), manager, stop.clone()));
+    tokio::spawn(tinycode::acp::serve::accept(
+        listener,
+        Arc::new(Policy::new(token.clone())),
+        manager,
+        stop.clone(),
+    ));
 
     let mut connects = Vec::new();
     for _ in 0..50 {

@@ -200,8 +200,10 @@ async fn dispatch(cli: Cli, stdio: Option<Result<Stdio, Exit>>) -> Exit {
         Command::Trust(args) => trust(args),
         Command::Serve(args) => {
             init_logging("info,agent_client_protocol=error");
-            let options = acp::serve::Options { listen: args.listen, allow_remote: args.allow_remote };
-            acp::serve::command(options).await
+            match acp::serve::Options::try_from(&args) {
+                Ok(options) => acp::serve::command(options).await,
+                Err(e) => fail(Exit::Failed, &e),
+            }
         }
         Command::Setup => setup().await,
         Command::Doctor(args) => doctor(args).await,

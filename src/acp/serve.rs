@@ -4,12 +4,21 @@
 //! - A token is generated at start and printed once to stderr; a client sends it as `Authorization: Bearer
 //!   <token>` (or `?token=<token>` in the URL, for clients that cannot set headers). It is compared in constant
 //!   time; a wrong or missing token gets HTTP 401 and nothing else.
+//! - A request from a web page must come from a loopback origin or one given with `--allow-origin` (else 403),
+//!   and at most `--max-connections` clients are served at once (else 503); see [`handshake`].
 //! - Only loopback addresses are accepted unless `--allow-remote` is given (then a warning says the traffic is
 //!   not encrypted: put it behind SSH or TLS).
 //! - Each connection has its own session set (its own session manager, sharing the database like another editor
-//!   window would). A dropped connection cancels its turns and kills their processes, as stdin EOF does.
+//!   window would). A dropped connection, or one silent past the ping timeout ([`liveness`]), cancels its turns
+//!   and kills their processes, as stdin EOF does.
+//! - When `accept` fails (file descriptors run out) the loop waits, longer each time, and warns once a minute
+//!   ([`backoff`]).
 //!
 //! Owns the listener, the handshake and the framing. The agent itself is [`super::serve_with`].
+
+pub mod backoff;
+pub mod handshake;
+pub mod liveness;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -19,27 +28,102 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt, TryStreamExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::handshake::server::{Callback, ErrorResponse, Request, Response};
-use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_util::compat::TokioAsyncWriteCompatExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::cli::Exit;
 use crate::config::Sources;
 use crate::session::Manager;
+use liveness::{Liveness, Seen};
 
 /// How long a client has to finish the WebSocket handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest WebSocket message accepted (a prompt with an image, a big replay answer).
 pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Clients served at once by default.
+pub const MAX_CONNECTIONS: usize = 16;
+/// How long the closing handshake with a client that is going away may take.
+const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// What `tinycode serve` was asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
     pub listen: SocketAddr,
     pub allow_remote: bool,
+    /// Origins allowed besides none and loopback ones, as [`handshake::parse_origin`] returns them.
+    pub allow_origins: Vec<String>,
+    pub max_connections: usize,
+    pub liveness: Liveness,
+}
+
+impl Options {
+    /// Serve `listen` with the defaults.
+    pub fn new(listen: SocketAddr) -> Self {
+        Self {
+            listen,
+            allow_remote: false,
+            allow_origins: Vec::new(),
+            max_connections: MAX_CONNECTIONS,
+            liveness: Liveness::default(),
+        }
+    }
+}
+
+impl TryFrom<&crate::cli::ServeArgs> for Options {
+    type Error = String;
+
+    fn try_from(args: &crate::cli::ServeArgs) -> Result<Self, String> {
+        let allow_origins =
+            args.allow_origin.iter().map(|o| handshake::parse_origin(o)).collect::<Result<_, _>>()?;
+        let liveness = Liveness {
+            ping_every: Duration::from_secs(args.ping_interval),
+            dead_after: Duration::from_secs(args.ping_timeout),
+        };
+        liveness.check()?;
+        if args.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        Ok(Self {
+            listen: args.listen,
+            allow_remote: args.allow_remote,
+            allow_origins,
+            max_connections: args.max_connections,
+            liveness,
+        })
+    }
+}
+
+/// What every connection is checked against and served with.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub token: String,
+    pub allow_origins: Vec<String>,
+    pub max_connections: usize,
+    pub liveness: Liveness,
+}
+
+impl Policy {
+    /// The defaults, with `token`.
+    pub fn new(token: String) -> Self {
+        Self {
+            token,
+            allow_origins: Vec::new(),
+            max_connections: MAX_CONNECTIONS,
+            liveness: Liveness::default(),
+        }
+    }
+
+    fn from_options(token: String, options: &Options) -> Self {
+        Self {
+            token,
+            allow_origins: options.allow_origins.clone(),
+            max_connections: options.max_connections,
+            liveness: options.liveness,
+        }
+    }
 }
 
 /// Refuse a non-loopback address without `--allow-remote`; with it, the warning to print.
@@ -78,75 +162,46 @@ pub fn token_matches(expected: &str, presented: &str) -> bool {
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The token a handshake request presents: the `Authorization: Bearer` header, else `?token=` in the URL.
-fn presented(request: &Request) -> Option<String> {
-    let header = request
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(|t| t.trim().to_string());
-    header.or_else(|| {
-        request.uri().query()?.split('&').find_map(|pair| pair.strip_prefix("token=").map(str::to_string))
-    })
-}
-
-fn refuse(status: StatusCode, text: &str) -> ErrorResponse {
-    let mut response = ErrorResponse::new(Some(text.to_string()));
-    *response.status_mut() = status;
-    response
-}
-
 /// Accept connections on `listener` until `stop` fires; each gets its own manager from `manager`.
 pub async fn accept(
     listener: TcpListener,
-    token: Arc<String>,
+    policy: Arc<Policy>,
     manager: Arc<dyn Fn() -> Manager + Send + Sync>,
     stop: CancellationToken,
 ) {
-    loop {
-        let (stream, peer) = tokio::select! {
-            () = stop.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    continue;
-                }
-            },
-        };
-        let (token, manager, stop) = (token.clone(), manager.clone(), stop.clone());
+    let room = Arc::new(Semaphore::new(policy.max_connections));
+    let serve = |stream: TcpStream, peer: SocketAddr| {
+        let (policy, manager, stop) = (policy.clone(), manager.clone(), stop.clone());
+        let permit = room.clone().try_acquire_owned().ok();
         tokio::spawn(async move {
             tokio::select! {
-                () = connection(stream, peer, &token, manager()) => {}
+                () = connection(stream, peer, &policy, permit, manager) => {}
                 () = stop.cancelled() => {}
             }
         });
-    }
+    };
+    let warn = |warning: &str| tracing::warn!("{warning}");
+    backoff::accept_loop(|| listener.accept(), &stop, warn, serve).await;
 }
 
-/// The handshake's token check.
-struct TokenCheck<'a>(&'a str);
-
-impl Callback for TokenCheck<'_> {
-    fn on_request(self, request: &Request, response: Response) -> Result<Response, ErrorResponse> {
-        match presented(request) {
-            Some(given) if token_matches(self.0, &given) => Ok(response),
-            Some(_) => Err(refuse(StatusCode::UNAUTHORIZED, "wrong token")),
-            None => {
-                Err(refuse(StatusCode::UNAUTHORIZED, "a token is required: Authorization: Bearer <token>"))
-            }
-        }
-    }
-}
-
-/// One client: the handshake with the token check, then ACP until it goes away.
-async fn connection(stream: TcpStream, peer: SocketAddr, token: &str, manager: Manager) {
-    let check = TokenCheck(token);
+/// One client: the handshake with its checks, then ACP until it goes away or falls silent. Without a `permit`
+/// the server is full and the handshake answers 503.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    policy: &Policy,
+    permit: Option<OwnedSemaphorePermit>,
+    manager: Arc<dyn Fn() -> Manager + Send + Sync>,
+) {
+    let gate = handshake::Gate {
+        token: &policy.token,
+        allowed_origins: &policy.allow_origins,
+        full: permit.is_none().then_some(policy.max_connections),
+    };
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE_BYTES))
         .max_frame_size(Some(MAX_MESSAGE_BYTES));
-    let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config));
+    let handshake = tokio_tungstenite::accept_hdr_async_with_config(stream, gate, Some(config));
     let socket = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
         Ok(Ok(socket)) => socket,
         Ok(Err(e)) => {
@@ -159,10 +214,11 @@ async fn connection(stream: TcpStream, peer: SocketAddr, token: &str, manager: M
         }
     };
     tracing::info!(%peer, "client connected");
-    if let Err(e) = serve_socket(socket, manager).await {
+    if let Err(e) = serve_socket(socket, manager(), policy.liveness).await {
         tracing::warn!(%peer, error = %e, "connection ended with an error");
     }
     tracing::info!(%peer, "client gone; its turns were cancelled");
+    drop(permit);
 }
 
 /// One WebSocket message as one line for the stdio framing: a newline or carriage return can only be
@@ -179,16 +235,24 @@ fn as_line(mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// Serve ACP over an accepted socket through the same framing as stdio ([`super::stdio::Transport`]: bounded
 /// lines, an answer to every unreadable message): each incoming text or binary message is one line, and each
-/// outgoing line one text message.
+/// outgoing line one text message. The peer is pinged as `liveness` says; once it has been silent past the
+/// deadline its messages end as if it had closed (the agent cancels its turns) and nothing more is sent to it.
 async fn serve_socket<S>(
     socket: WebSocketStream<S>,
     manager: Manager,
+    liveness: Liveness,
 ) -> Result<(), agent_client_protocol::Error>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let (mut sink, stream) = socket.split();
+    let (seen, dead) = (Arc::new(Seen::now()), CancellationToken::new());
     let incoming = stream
+        .inspect({
+            let seen = seen.clone();
+            move |_| seen.touch()
+        })
+        .take_until(dead.clone().cancelled_owned())
         .take_while(|message| std::future::ready(!matches!(message, Ok(Message::Close(_)) | Err(_))))
         .filter_map(|message| {
             std::future::ready(match message {
@@ -200,16 +264,40 @@ where
         .into_async_read();
     let (agent_side, pump_side) = tokio::io::duplex(1 << 16);
     let transport = super::stdio::Transport::new(agent_side.compat_write(), Box::pin(incoming));
-    let pump = async move {
+    let (ping, mut pings) = mpsc::channel(1);
+    let watchdog = async {
+        liveness::watch(liveness, &seen, ping).await;
+        tracing::warn!(
+            silent_for_secs = liveness.dead_after.as_secs_f64(),
+            "the client stopped answering pings; ending its connection"
+        );
+        dead.cancel();
+    };
+    let pump = async {
         let mut lines = tokio::io::BufReader::new(pump_side).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if sink.send(Message::text(line)).await.is_err() {
-                return;
+        loop {
+            let message = tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => Message::text(line),
+                    _ => break,
+                },
+                Some(()) = pings.recv() => Message::Ping(Default::default()),
+                () = dead.cancelled() => return,
+            };
+            tokio::select! {
+                sent = sink.send(message) => if sent.is_err() { return },
+                () = dead.cancelled() => return,
             }
         }
-        let _ = sink.close().await;
+        let _ = tokio::time::timeout(CLOSE_GRACE, sink.close()).await;
     };
-    let (served, ()) = tokio::join!(super::serve_with(transport, manager), pump);
+    let outgoing = async {
+        tokio::select! {
+            () = pump => {}
+            () = watchdog => {}
+        }
+    };
+    let (served, ()) = tokio::join!(super::serve_with(transport, manager), outgoing);
     served
 }
 
@@ -231,7 +319,7 @@ pub async fn run(sources: Sources, options: Options, stop: CancellationToken) ->
         "tinycode serve: ACP over WebSocket at ws://{address}/\ntoken (shown once): {token}\nSend it as `Authorization: Bearer <token>` (or ws://{address}/?token=<token>).\n"
     ));
     let manager: Arc<dyn Fn() -> Manager + Send + Sync> = Arc::new(move || Manager::new(sources.clone()));
-    accept(listener, Arc::new(token), manager, stop).await;
+    accept(listener, Arc::new(Policy::from_options(token, &options)), manager, stop).await;
     Ok(())
 }
 
@@ -272,7 +360,7 @@ mod tests {
     use super::*;
 
     fn options(listen: &str, allow_remote: bool) -> Options {
-        Options { listen: listen.parse().unwrap(), allow_remote }
+        Options { allow_remote, ..Options::new(listen.parse().unwrap()) }
     }
 
     #[test]

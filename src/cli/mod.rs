@@ -130,8 +130,10 @@ pub struct DoctorArgs {
 
 const SERVE_HELP: &str = concat!(
     "Clients send the token as `Authorization: Bearer <token>` (or ws://ADDRESS/?token=<token>); without it the
-handshake gets HTTP 401. Forward the port over SSH rather than listening on other addresses: the traffic is not
-encrypted.
+handshake gets HTTP 401. A request from a web page whose Origin is not loopback (or given with --allow-origin)
+gets HTTP 403; past --max-connections, HTTP 503. A client silent for --ping-timeout (no pong, no message) is
+dropped and its turns cancelled. Forward the port over SSH rather than listening on other addresses: the traffic
+is not encrypted.
   on the agent's machine:  tinycode serve --listen 127.0.0.1:7878
   on the editor's machine: ssh -L 7878:127.0.0.1:7878 devbox
 
@@ -150,6 +152,19 @@ pub struct ServeArgs {
     /// Also listen on addresses other machines can reach (unencrypted: prefer SSH forwarding)
     #[arg(long)]
     pub allow_remote: bool,
+    /// Also accept WebSocket handshakes from web pages of this origin (scheme://host[:port]); none and loopback
+    /// origins are always accepted. Repeatable
+    #[arg(long, value_name = "ORIGIN")]
+    pub allow_origin: Vec<String>,
+    /// Clients served at once; more get HTTP 503
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_connections: usize,
+    /// Ping each client this often (seconds)
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub ping_interval: u64,
+    /// End a client's connection (cancelling its turns) after this long without any frame from it (seconds)
+    #[arg(long, value_name = "SECONDS", default_value_t = 45)]
+    pub ping_timeout: u64,
 }
 
 /// An `ADDRESS:PORT` (`localhost:PORT` means 127.0.0.1); host names are not resolved.

@@ -729,6 +729,7 @@ impl Config {
             Standing::Trusted => Ok((full, None)),
             standing => {
                 request.changed = standing == Standing::Changed;
+                request.again = if request.changed { trust.again(&request) } else { None };
                 let harmless = toml::Value::Table(harmless).try_into().map_err(parse_error)?;
                 Ok((harmless, Some(request)))
             }

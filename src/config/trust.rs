@@ -3,7 +3,8 @@
 //! that project. This module owns which settings are harmless (an allow-list: everything else needs trust, so
 //! a new setting is gated by default), what an untrusted file wants (shown in the ask), the trust record in the
 //! user's config directory (`trusted.toml`, keyed by the canonical project path, holding a fingerprint of the
-//! trusted settings so a change asks again), and this process's answers ("not now" is not asked again).
+//! trusted settings, of the files they name and of the repository at the path ([`binding`]), so a change to any
+//! of them asks again), and this process's answers ("not now" is not asked again).
 //!
 //! Reads and writes only the trust record; never the project. Must not ask anyone (the session layer does).
 
@@ -16,6 +17,10 @@ use serde::Deserialize;
 use toml::{Table, Value};
 
 use super::Sources;
+
+pub mod binding;
+
+use binding::Binding;
 
 /// Settings a project file may set without trust, as dotted keys; an entry covers everything below it.
 /// They change limits and lists only: nothing in them runs, reaches a new host or allows anything.
@@ -166,11 +171,31 @@ pub struct Request {
     /// The canonical project directory.
     pub project: PathBuf,
     pub file: PathBuf,
-    /// `sha256:<hex>` of the gated settings: trust covers these settings, and a change asks again.
+    /// `sha256:<hex>` of the gated settings, the files they name and the repository: trust covers these, and a
+    /// change to any of them asks again.
     pub fingerprint: String,
+    /// `sha256:<hex>` of the gated settings' text alone.
+    pub settings: String,
+    /// The files the settings name and the repository, as they are now.
+    pub binding: Binding,
     pub wants: Vec<Want>,
     /// The user trusted other settings of this project before.
     pub changed: bool,
+    /// What differs from what the user trusted (with `changed`).
+    pub again: Option<Again>,
+}
+
+/// Why a project the user trusted is asked about again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Again {
+    /// The gated settings changed.
+    Settings,
+    /// The settings are the same but a file they name (a script they run) changed.
+    Files,
+    /// Another repository is at the trusted path.
+    Repository,
+    /// The record is from a tinycode that bound trust to the settings' text only.
+    OldRecord,
 }
 
 fn shown(key: &str, value: &Value) -> String {
@@ -184,12 +209,14 @@ fn shown(key: &str, value: &Value) -> String {
     format!("{}…", &text[..text.floor_char_boundary(MAX_SHOWN_VALUE)])
 }
 
-/// The fingerprint of a set of gated settings.
+/// The fingerprint of a set of gated settings (their text alone).
 pub fn fingerprint(gated: &[(String, Value)]) -> String {
-    let canonical = serde_json::to_string(gated).unwrap_or_default();
-    let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+    binding::sha256(serde_json::to_string(gated).unwrap_or_default().as_bytes())
+}
+
+/// The fingerprint trust is recorded under: the settings' text, the files they name and the repository.
+fn bound(settings: &str, binding: &Binding) -> String {
+    binding::sha256(format!("{settings}\n{}\n{}", binding.files, binding.repository).as_bytes())
 }
 
 impl Request {
@@ -198,31 +225,68 @@ impl Request {
             .iter()
             .map(|(key, value)| Want { key: key.clone(), value: shown(key, value), why: why(key) })
             .collect();
+        let (settings, binding) = (fingerprint(gated), Binding::read(project, gated));
         Self {
             project: project.to_path_buf(),
             file: file.to_path_buf(),
-            fingerprint: fingerprint(gated),
+            fingerprint: bound(&settings, &binding),
+            settings,
+            binding,
             wants,
             changed: false,
+            again: None,
         }
     }
 
     /// The question's title.
     pub fn title(&self) -> String {
-        if self.changed {
-            format!("Trust the changed settings of {}?", self.project.display())
-        } else {
-            format!("Trust the project {}?", self.project.display())
+        match (self.changed, self.again) {
+            (true, Some(Again::Repository)) => {
+                format!(
+                    "Trust the project {}? Another repository is at this path now.",
+                    self.project.display()
+                )
+            }
+            (true, _) => format!("Trust the changed settings of {}?", self.project.display()),
+            (false, _) => format!("Trust the project {}?", self.project.display()),
+        }
+    }
+
+    fn intro(&self) -> String {
+        if !self.changed {
+            return "wants to:".into();
+        }
+        match self.again {
+            Some(Again::Files) => format!(
+                "is as you trusted it, but a file its settings run changed since ({}). It wants to:",
+                binding::shown(&self.binding.named)
+            ),
+            Some(Again::Repository) => {
+                "is at a path you trusted, but in another repository than the one you \
+                 trusted there (it was replaced or unpacked anew). It wants to:"
+                    .into()
+            }
+            Some(Again::OldRecord) => {
+                "was trusted with an older tinycode, whose trust did not cover the files \
+                 the settings run or the repository: please confirm once more. It wants to:"
+                    .into()
+            }
+            Some(Again::Settings) | None => "changed since you trusted this project. It wants to:".into(),
         }
     }
 
     /// What the file wants, one Markdown line per setting, and what happens until the user trusts it.
     pub fn summary(&self) -> String {
-        let intro =
-            if self.changed { "changed since you trusted this project. It wants to:" } else { "wants to:" };
-        let mut text = format!("{} {intro}\n", self.file.display());
+        let mut text = format!("{} {}\n", self.file.display(), self.intro());
         for want in &self.wants {
             text.push_str(&format!("- {}: `{} = {}`\n", want.why, want.key, want.value));
+        }
+        if !self.binding.named.is_empty() {
+            text.push_str(&format!(
+                "\nTrust covers the files these settings name as they are now ({}): when they change, tinycode \
+                 asks again.\n",
+                binding::shown(&self.binding.named)
+            ));
         }
         text.push_str(
             "\nUntil you trust the project these settings are ignored; the rest of the file applies. A repository \
@@ -287,7 +351,9 @@ pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, S
     for want in &request.wants {
         text.push_str(&format!("  {} = {}\n", want.key, want.value));
     }
-    text.push_str("When they change, tinycode asks again.");
+    text.push_str(
+        "When they, the files they run or the repository at this path change, tinycode asks again.",
+    );
     Ok(text)
 }
 
@@ -298,9 +364,14 @@ struct Record {
     projects: BTreeMap<String, Entry>,
 }
 
+/// One trusted project. `settings` is what is compared; the parts say what changed when it differs (entries
+/// written before trust covered files and repositories have none, and are asked about again).
 #[derive(Debug, Clone, Deserialize)]
 struct Entry {
     settings: String,
+    text: Option<String>,
+    files: Option<String>,
+    repository: Option<String>,
     trusted_at: Option<String>,
 }
 
@@ -332,7 +403,8 @@ impl Record {
     fn render(&self) -> String {
         let mut text = String::from(
             "# Projects whose .tinycode/config.toml you trust, written by tinycode (`tinycode trust [--revoke] PATH`).\n\
-             # `settings` fingerprints the settings you trusted: when they change, tinycode asks again.\n",
+             # `settings` fingerprints the settings you trusted, the files they run (`files`) and the repository at\n\
+             # the path (`repository`): when any of them changes, tinycode asks again.\n",
         );
         for (project, entry) in &self.projects {
             text.push_str(&format!(
@@ -340,6 +412,13 @@ impl Record {
                 quoted(project),
                 quoted(&entry.settings)
             ));
+            for (name, value) in
+                [("text", &entry.text), ("files", &entry.files), ("repository", &entry.repository)]
+            {
+                if let Some(value) = value {
+                    text.push_str(&format!("{name} = {}\n", quoted(value)));
+                }
+            }
             if let Some(at) = &entry.trusted_at {
                 text.push_str(&format!("trusted_at = {}\n", quoted(at)));
             }
@@ -443,16 +522,31 @@ impl Trust {
         }
     }
 
-    /// Has the user trusted `project` (canonical), with whatever settings, in this process or in the record? With
-    /// the project's current settings trusted too (`Loaded::untrusted` is `None`), the project is trusted: the
-    /// user's formatters and language servers run in it.
+    /// Has the user trusted `project` (canonical), with whatever settings, in this process or in the record, for
+    /// the repository that is at that path now? With the project's current settings trusted too
+    /// (`Loaded::untrusted` is `None`), the project is trusted: the user's formatters and language servers run in
+    /// it. Another repository unpacked at the path, or a record from before trust named repositories, is not known.
     pub fn knows(&self, project: &Path) -> bool {
-        lock(&self.trusted).iter().any(|(p, _)| p == project) || self.entry(project).is_some()
+        lock(&self.trusted).iter().any(|(p, _)| p == project)
+            || self.entry(project).and_then(|e| e.repository).is_some_and(|r| r == binding::repository(project))
     }
 
     /// Trust `project` (canonical), whose file sets nothing that needs trust, for this process and in the record.
     pub fn grant_project(&self, project: &Path) -> Result<(), TrustError> {
         self.grant(&Request::new(project, &super::Config::project_file(project), &[]))
+    }
+
+    /// Why `request`, whose standing is [`Standing::Changed`], differs from what the user trusted.
+    pub fn again(&self, request: &Request) -> Option<Again> {
+        let entry = self.entry(&request.project)?;
+        Some(match (&entry.text, &entry.files, &entry.repository) {
+            (_, _, None) => Again::OldRecord,
+            (_, _, Some(repository)) if *repository != request.binding.repository => Again::Repository,
+            (Some(text), Some(files), _) if *text == request.settings && *files != request.binding.files => {
+                Again::Files
+            }
+            _ => Again::Settings,
+        })
     }
 
     /// Trust the settings `request` describes, for this process and in the record.
@@ -464,6 +558,9 @@ impl Trust {
         let mut record = Record::read(path)?;
         let entry = Entry {
             settings: request.fingerprint.clone(),
+            text: Some(request.settings.clone()),
+            files: Some(request.binding.files.clone()),
+            repository: Some(request.binding.repository.clone()),
             trusted_at: Some(crate::clock::iso8601(crate::clock::now_millis())),
         };
         record.projects.insert(request.project.display().to_string(), entry);

@@ -1,6 +1,7 @@
 //! `tinycode serve`: the same ACP over WebSocket on loopback. A client with the token runs sessions as over stdio;
-//! a wrong or missing token gets HTTP 401; each connection has its own sessions; a dropped connection cancels its
-//! turn and kills the processes the turn started.
+//! a wrong or missing token gets HTTP 401, a foreign web page 403 and a client past the connection limit 503; each
+//! connection has its own sessions; a dropped connection, or one that stops answering pings, cancels its turn and
+//! kills the processes the turn started.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,10 +11,12 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema as acp;
 use agent_client_protocol::v1::schema::PermissionOptionKind as K;
 use serde_json::json;
+use tinycode::acp::serve::Policy;
+use tinycode::acp::serve::liveness::Liveness;
 use tokio_util::sync::CancellationToken;
 
 use super::turn::stop;
-use crate::support::client::{Answer, TestClient, sources};
+use crate::support::client::{Answer, PATIENCE, TestClient, sources};
 use crate::support::fake_model::{FakeModel, Reply, answer, calls};
 use crate::support::trees;
 use crate::support::websocket::{self, Socket};
@@ -38,6 +41,11 @@ impl Drop for Server {
 }
 
 async fn server(script: Vec<Reply>) -> Server {
+    server_with(script, |_| {}).await
+}
+
+/// [`server`] with its policy changed by `adjust`.
+async fn server_with(script: Vec<Reply>, adjust: impl FnOnce(&mut Policy)) -> Server {
     tinycode::shell::process::use_supervisor(PathBuf::from(env!("CARGO_BIN_EXE_tinycode")));
     let root = tempfile::tempdir().unwrap();
     let (cwd, data, config) =
@@ -51,7 +59,9 @@ async fn server(script: Vec<Reply>) -> Server {
     let stop = CancellationToken::new();
     let manager: Arc<dyn Fn() -> tinycode::session::Manager + Send + Sync> =
         Arc::new(move || tinycode::session::Manager::new(sources.clone()));
-    tokio::spawn(tinycode::acp::serve::accept(listener, Arc::new(token.clone()), manager, stop.clone()));
+    let mut policy = Policy::new(token.clone());
+    adjust(&mut policy);
+    tokio::spawn(tinycode::acp::serve::accept(listener, Arc::new(policy), manager, stop.clone()));
     Server { _root: root, cwd, addr, token, model, stop }
 }
 
@@ -62,6 +72,15 @@ async fn open(
     query: bool,
 ) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
     websocket::connect(&addr.to_string(), token, query).await
+}
+
+/// The HTTP status a refused handshake got.
+fn refused(opened: Result<Socket, tokio_tungstenite::tungstenite::Error>) -> u16 {
+    match opened {
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => response.status().as_u16(),
+        Err(other) => panic!("not an HTTP refusal: {other}"),
+        Ok(_) => panic!("it was let in"),
+    }
 }
 
 /// An ACP test client whose frames travel over `socket`; aborting the returned task drops the connection.
@@ -150,4 +169,74 @@ async fn serve_refuses_an_address_other_machines_reach_unless_allowed_and_never_
         String::from_utf8_lossy(&out.stderr),
         "error: refusing to listen on 0.0.0.0:0: it is not a loopback address. Forward a loopback port over SSH instead, or pass --allow-remote to accept connections from other machines.\n"
     );
+}
+
+#[tokio::test]
+async fn a_web_page_of_a_foreign_origin_gets_403_while_no_origin_loopback_and_allowed_origins_get_in() {
+    let server = server_with(vec![answer(&["from a loopback page"])], |policy| {
+        policy.allow_origins = vec!["https://editor.example".into()];
+    })
+    .await;
+    let address = server.addr.to_string();
+    let from =
+        |origin: &'static str| websocket::connect_from(&address, Some(&server.token), false, Some(origin));
+    for foreign in
+        ["https://evil.example", "http://localhost.evil.example:3000", "null", "http://10.0.0.1:8080"]
+    {
+        assert_eq!(refused(from(foreign).await), 403, "{foreign}");
+    }
+    for allowed in
+        ["http://127.0.0.1:5173", "http://localhost:3000", "http://[::1]:8080", "https://editor.example"]
+    {
+        assert!(from(allowed).await.is_ok(), "{allowed}");
+    }
+    let (client, _bridge) = client_over(from("http://localhost:3000").await.unwrap()).await;
+    let session = client.new_session(&server.cwd).await;
+    assert_eq!(stop(&client.prompt(&session, "hi").await.unwrap()), json!("end_turn"));
+    assert_eq!(server.model.requests().len(), 1, "only the loopback page's prompt reached the model");
+}
+
+#[tokio::test]
+async fn past_the_connection_limit_a_client_gets_503_and_a_freed_place_can_be_taken_again() {
+    let server = server_with(vec![], |policy| policy.max_connections = 2).await;
+    let first = open(server.addr, Some(&server.token), false).await.unwrap();
+    let _second = open(server.addr, Some(&server.token), false).await.unwrap();
+    assert_eq!(refused(open(server.addr, Some(&server.token), false).await), 503);
+    drop(first);
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        match open(server.addr, Some(&server.token), false).await {
+            Ok(_) => break,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                assert_eq!(refused(Err(e)), 503);
+                tokio::task::yield_now().await;
+            }
+            Err(e) => panic!("the freed place was never taken: {e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_that_stops_answering_pings_has_its_turn_cancelled_and_its_processes_ended() {
+    let liveness = Liveness { ping_every: Duration::from_millis(200), dead_after: Duration::from_secs(1) };
+    let server = server_with(vec![], |policy| policy.liveness = liveness).await;
+    let pidfile = server.cwd.join("tree.pids");
+    server.model.script(vec![calls(&[(
+        "c",
+        "bash",
+        &json!({"command": trees::script(&pidfile)}).to_string(),
+    )])]);
+    let socket = open(server.addr, Some(&server.token), false).await.unwrap();
+    let (write, read, bridge, freeze) = websocket::freezable_lines(socket);
+    let client = TestClient::over(write, read, None).await;
+    client.initialize(acp::ClientCapabilities::new()).await;
+    client.answer_permissions(&[Answer::Pick(K::AllowOnce)]);
+    let session = client.new_session(&server.cwd).await;
+    let _turn = client.prompt_later(&session, "start them");
+    let pids = trees::pids(&pidfile).await;
+    assert_eq!(trees::survivors(&pids, Duration::ZERO).await, pids, "they run while the client answers");
+    freeze.cancel();
+    assert_eq!(trees::survivors(&pids, liveness.dead_after + DEATH).await, Vec::<i32>::new());
+    assert!(!bridge.is_finished(), "the client never closed its connection");
+    server.model.assert_done();
 }

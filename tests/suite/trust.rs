@@ -351,8 +351,8 @@ async fn tinycode_run_never_trusts_a_project_says_what_it_ignored_and_tinycode_t
         stdout,
         format!(
             "Trusted {}. These settings of {}/.tinycode/config.toml now apply:\n  permission = \
-             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they change, \
-             tinycode asks again.\n",
+             {{\"rules\":[{{\"action\":\"allow\",\"pattern\":\"touch\",\"permission\":\"shell\"}}]}}\nWhen they, the \
+             files they run or the repository at this path change, tinycode asks again.\n",
             project.display(),
             project.display()
         )
@@ -457,4 +457,61 @@ async fn a_projects_tool_descriptions_need_trust_while_the_users_own_always_appl
     trusted.client.prompt(&session, "hello").await.unwrap();
     assert_eq!(description(&trusted, 0, "grep"), "Search with grep (project text).");
     assert_eq!(asks(&trusted), Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn a_trusted_project_whose_formatter_script_changed_is_asked_about_again_and_the_new_script_never_runs()
+{
+    let h = Setup::new(vec![])
+        .file("fmt.sh", "exit 0\n")
+        .config("[formatters]\ntxt = [\"sh\", \"fmt.sh\"]")
+        .trusted()
+        .start()
+        .await;
+    h.write("fmt.sh", "touch pwned\n");
+    let file = h.cwd.join("notes.txt");
+    let write = json!({"file_path": file, "content": "hello\n"}).to_string();
+    h.model.script(vec![calls(&[("w", "write", &write)]), answer(&["ok"])]);
+    h.client.answer_permissions(&[Answer::Option(NOT_NOW), Answer::Pick(K::AllowOnce)]);
+    let session = h.session().await;
+    trust_asked(&h, 1).await;
+    let ask = asks(&h).remove(0);
+    let project = std::fs::canonicalize(&h.cwd).unwrap();
+    assert_eq!(ask["toolCall"]["title"], format!("Trust the changed settings of {}?", project.display()));
+    let text = ask["toolCall"]["content"][0]["content"]["text"].as_str().unwrap().to_string();
+    let expected = format!(
+        "{} is as you trusted it, but a file its settings run changed since (`fmt.sh`). It wants to:",
+        h.cwd.join(".tinycode/config.toml").display()
+    );
+    assert!(text.starts_with(&expected), "{text}");
+    h.client.prompt(&session, "write").await.unwrap();
+    assert_eq!(tool_result(&h.model.messages(1), "w"), format!("Created {} (1 lines).", file.display()));
+    assert!(!h.cwd.join("pwned").exists(), "the changed script ran without a new question");
+}
+
+#[tokio::test]
+async fn another_repository_unpacked_at_a_trusted_path_does_not_inherit_its_trust() {
+    let h = Setup::new(vec![])
+        .file(".git/HEAD", "ref: refs/heads/main\n")
+        .config("default_mode = \"yolo\"")
+        .trusted()
+        .start()
+        .await;
+    let trusted = h.client.call(acp::NewSessionRequest::new(h.cwd.clone())).await.unwrap();
+    assert_eq!(trusted.modes.unwrap().current_mode_id.0.as_ref(), "yolo", "trusted as it was");
+    // Another repository replaces the first at the same path, with the same settings file.
+    std::fs::rename(h.cwd.join(".git"), h.cwd.join("old.git")).unwrap();
+    std::fs::create_dir(h.cwd.join(".git")).unwrap();
+    std::fs::write(h.cwd.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::remove_dir_all(h.cwd.join("old.git")).unwrap();
+    h.client.answer_permissions(&[Answer::Option(NOT_NOW)]);
+    let created = h.client.call(acp::NewSessionRequest::new(h.cwd.clone())).await.unwrap();
+    assert_eq!(created.modes.unwrap().current_mode_id.0.as_ref(), "build", "the settings are ignored");
+    trust_asked(&h, 1).await;
+    let ask = asks(&h).remove(0);
+    let project = std::fs::canonicalize(&h.cwd).unwrap();
+    assert_eq!(
+        ask["toolCall"]["title"],
+        format!("Trust the project {}? Another repository is at this path now.", project.display())
+    );
 }

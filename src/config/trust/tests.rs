@@ -163,3 +163,29 @@ fn instruction_files_inside_the_project_are_harmless_and_the_others_need_trust()
     );
     assert_eq!(why("instructions"), GATED.iter().find(|(k, _)| *k == "instructions").unwrap().1);
 }
+
+#[test]
+fn a_record_from_before_trust_covered_files_and_repositories_is_asked_about_again_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = std::fs::canonicalize(dir.path()).unwrap().join("p");
+    std::fs::create_dir_all(&project).unwrap();
+    let wanted = request(project.to_str().unwrap(), "default_mode = \"yolo\"\n");
+    let path = dir.path().join("tinycode").join(RECORD_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    // What the previous version wrote: the fingerprint of the settings' text alone.
+    let old = format!(
+        "[projects.{}]\nsettings = {}\n",
+        quoted(project.to_str().unwrap()),
+        quoted(&wanted.settings)
+    );
+    std::fs::write(&path, old).unwrap();
+    let trust = Trust::new(&sources(dir.path()));
+    assert_eq!(trust.standing(&project, &wanted.fingerprint), Standing::Changed);
+    assert_eq!(trust.again(&wanted), Some(Again::OldRecord));
+    trust.grant(&wanted).unwrap();
+    let later = Trust::new(&sources(dir.path()));
+    assert_eq!(later.standing(&project, &wanted.fingerprint), Standing::Trusted, "the new entry holds");
+    let record = std::fs::read_to_string(&path).unwrap();
+    assert!(record.contains(&format!("text = {}\n", quoted(&wanted.settings))), "{record}");
+    assert!(record.contains(&format!("repository = {}\n", quoted(&wanted.binding.repository))), "{record}");
+}

@@ -20,6 +20,7 @@ mod mcp;
 mod modes;
 mod packaging;
 mod permission;
+mod project_files;
 mod protocol;
 mod providers;
 mod questions;

@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use crate::extensions::{project_dirs, project_root};
 use crate::tool::truncate::floor_char_boundary;
-use crate::workspace::boundary;
 use crate::workspace::project_file::{self, Refusal, Scope};
 
 const SECTION: &str = include_str!("prompts/agents_md.md");
@@ -72,7 +71,9 @@ pub fn files(cwd: &Path, global: Option<&Path>, configured: &[PathBuf]) -> Vec<I
     }));
     let mut seen = Vec::new();
     all.retain(|file| {
-        let key = boundary::resolve(&file.path).unwrap_or_else(|_| file.path.clone());
+        // A file counts once by where it leads; a refused one claims nothing (it may lead where a file the user
+        // named leads).
+        let key = project_file::check(&file.path, &file.reach).unwrap_or_else(|_| file.path.clone());
         if seen.contains(&key) {
             return false;
         }
@@ -128,6 +129,7 @@ pub fn section(files: &[Instruction]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workspace::boundary;
 
     #[test]
     fn claude_md_counts_only_where_no_agents_md_sits_beside_it() {
@@ -149,6 +151,30 @@ mod tests {
         );
         let paths: Vec<PathBuf> = found.into_iter().map(|f| f.path).collect();
         assert_eq!(paths, vec![global, root.join("AGENTS.md"), root.join("a/CLAUDE.md"), extra]);
+    }
+
+    #[test]
+    fn project_files_may_not_lead_out_of_the_git_root_while_the_users_own_entries_may() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = boundary::resolve(dir.path()).unwrap();
+        let root = base.join("repo");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(base.join("notes.md"), "outside").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "root").unwrap();
+        std::os::unix::fs::symlink("../../notes.md", root.join("sub/CLAUDE.md")).unwrap();
+        std::os::unix::fs::symlink("../notes.md", root.join("linked.md")).unwrap();
+        let configured = [root.join("linked.md"), base.join("notes.md")];
+        let found = files(&root.join("sub"), None, &configured);
+        let outside = Refusal::Outside { real: base.join("notes.md"), root: root.clone() };
+        assert_eq!(
+            refused(&found),
+            vec![(root.join("sub/CLAUDE.md"), outside.clone()), (root.join("linked.md"), outside)],
+            "the chain and an entry spelled inside the project stay inside it"
+        );
+        let text = section(&found);
+        assert_eq!(text.matches("outside").count(), 1, "only the user's own entry is read: {text}");
+        assert!(text.contains(&format!("{}", base.join("notes.md").display())), "{text}");
     }
 
     #[test]

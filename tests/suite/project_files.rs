@@ -183,3 +183,24 @@ async fn a_tinycode_folder_that_is_itself_a_link_out_of_the_project_is_refused()
     let skill = h.cwd.join(".tinycode/skills/evil/SKILL.md");
     assert_noticed(&h, &session, &skill, &outside_of(&elsewhere.join("skills/evil/SKILL.md"), &h.cwd));
 }
+
+#[tokio::test]
+async fn a_trusted_projects_tool_description_linking_out_of_the_project_is_refused() {
+    let h = crate::support::client::Setup::new(vec![answer(&["ok"])])
+        .file(".tinycode/tools/grep.md", "Search with care.\n")
+        .start()
+        .await;
+    let target = outside(&h, "read.md", "LEAKED-PROJECT-TOOL-DESCRIPTION\n");
+    let description = h.cwd.join(".tinycode/tools/read.md");
+    link(&target, &description);
+    // The user trusts the project as it is now (as `tinycode trust` would).
+    let trust = tinycode::config::trust::Trust::new(&h.sources);
+    let loaded = tinycode::config::Config::load(&h.sources, &h.cwd, &trust).unwrap();
+    trust.grant(&loaded.untrusted.expect("the project's own description needs trust")).unwrap();
+    let session = h.session().await;
+    h.client.prompt(&session, "hello").await.unwrap();
+    assert_never_sent(&h, "LEAKED-PROJECT-TOOL-DESCRIPTION");
+    let tools = h.model.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("Search with care."), "the trusted project's own description applies: {tools}");
+    assert_noticed(&h, &session, &description, &outside_of(&target, &h.cwd));
+}

@@ -24,7 +24,8 @@ impl Scope {
     /// Inside `dir` only (links resolved on both sides): the project's root for what a repository supplies, the
     /// user's own config folder (`~/.config/tinycode`, `~/.claude`, ...) for what lives there.
     pub fn within(dir: &Path) -> Scope {
-        let real = boundary::resolve(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let real = boundary::resolve(&absolute).unwrap_or(absolute);
         Scope { within: Some((dir.to_path_buf(), real)) }
     }
 
@@ -83,12 +84,11 @@ impl From<regular::OpenError> for Refusal {
     }
 }
 
-/// Where the absolute `path` really leads, if `scope` lets it be read. Reads only metadata.
+/// Where `path` (a relative one starts in the process's directory) really leads, if `scope` lets it be read.
+/// Reads only metadata.
 pub fn check(path: &Path, scope: &Scope) -> Result<PathBuf, Refusal> {
-    if !path.is_absolute() {
-        return Err(Refusal::Unreadable(format!("{} is not an absolute path", path.display())));
-    }
-    let real = boundary::resolve(path).map_err(|e| Refusal::Unreadable(e.to_string()))?;
+    let absolute = std::path::absolute(path).map_err(|e| Refusal::Unreadable(e.to_string()))?;
+    let real = boundary::resolve(&absolute).map_err(|e| Refusal::Unreadable(e.to_string()))?;
     let meta = std::fs::metadata(&real).map_err(|e| Refusal::from(regular::OpenError::from(e)))?;
     if regular::is_virtual(&real) {
         return Err(Refusal::Virtual(real));
@@ -212,7 +212,19 @@ mod tests {
         assert_eq!(read_text(&project.join("bin.md"), &scope, 4), Err(Refusal::NotText));
         assert_eq!(read_text(&project.join("none.md"), &scope, 4), Err(Refusal::Missing));
         assert_eq!(read_text(&project.join("dangling.md"), &scope, 4), Err(Refusal::Missing));
-        assert!(matches!(read_text(Path::new("relative.md"), &scope, 4), Err(Refusal::Unreadable(_))));
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            read_text(Path::new("no-such-relative.md"), &Scope::within(Path::new(".")), 4),
+            Err(Refusal::Missing)
+        );
+        let relative = Scope::within(Path::new("."));
+        assert_eq!(relative.root(), Some(Path::new(".")));
+        assert_eq!(
+            check(&project.join("big.md"), &relative),
+            Err(Refusal::Outside { real: project.join("big.md"), root: PathBuf::from(".") }),
+            "a relative scope is the process's directory ({}), not the file system's root",
+            here.display()
+        );
         for refusal in [Refusal::Missing, Refusal::TooLarge(4), Refusal::NotText] {
             assert!(!refusal.is_guard(), "{refusal}");
         }

@@ -92,6 +92,7 @@ mod tests {
             path: folder.join("SKILL.md"),
             dir: folder.clone(),
             origin: Origin { scope: Scope::Project, claude: false },
+            reach: crate::workspace::project_file::Scope::within(dir.path()),
             warnings: vec![],
         };
         let catalog = Arc::new(RwLock::new(Catalog { skills: vec![skill], ..Catalog::default() }));

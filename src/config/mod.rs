@@ -4,7 +4,8 @@
 //! only sent to a base URL from the same source as the key (the user's own environment and file count as one).
 //! The model providers and their key binding are resolved in [`providers`].
 //!
-//! Owns the file format and the precedence rule. Reads files only; must not open network connections.
+//! Owns the file format and the precedence rule. Reads files only, through `workspace::project_file`; must not
+//! open network connections.
 //! Callers pass the environment in explicitly ([`Sources`]) so tests never see the developer's variables.
 
 pub mod agents;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::workspace::project_file::{self, Refusal, Scope};
 use providers::Provider;
 use trust::{Request, Standing, Trust};
 pub mod web;
@@ -206,6 +208,9 @@ pub struct Config {
     pub instructions: Vec<PathBuf>,
     /// Subagents from `[agents.NAME]` tables (the user's, then a trusted project's under other names).
     pub agents: BTreeMap<String, agents::AgentConfig>,
+    /// Files the configuration would have read but refused (`workspace::project_file`), with why: the session
+    /// names them to the user.
+    pub refused_files: Vec<(PathBuf, String)>,
 }
 
 impl Config {
@@ -586,35 +591,30 @@ impl Layer {
         self
     }
 
-    fn from_file(path: &Path) -> Result<Layer, ConfigError> {
-        let Some(text) = read_optional(path)? else { return Ok(Layer::default()) };
+    fn from_file(path: &Path, reach: &Scope) -> Result<Layer, ConfigError> {
+        let Some(text) = read_optional(path, reach)? else { return Ok(Layer::default()) };
         toml::from_str(&text)
             .map_err(|e| ConfigError::Parse { path: path.to_path_buf(), message: e.to_string() })
     }
 }
 
-/// A file's text, or `None` when it does not exist.
+/// The project's layer, what its gated part wants when the project is not trusted, and the files refused.
+type ProjectLayer = (Layer, Option<Request>, Vec<(PathBuf, String)>);
+
 /// Config files larger than this are refused.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
-/// Read a config file if there is one. Only a regular file is ever opened (a project's `config.toml` may be a
-/// FIFO or a link into `/proc`, which would block or never end), and at most [`MAX_CONFIG_BYTES`].
-fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    use crate::workspace::regular::{self, OpenError};
-    let refused = |message: String| ConfigError::Read {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, message),
-    };
-    match regular::read(path, MAX_CONFIG_BYTES) {
-        Ok(read) if !read.complete => {
-            Err(refused(format!("it is larger than {} KB", MAX_CONFIG_BYTES / 1024)))
-        }
-        Ok(read) => {
-            String::from_utf8(read.bytes).map(Some).map_err(|_| refused("it is not UTF-8 text".into()))
-        }
-        Err(OpenError::NotFound) => Ok(None),
-        Err(OpenError::NotRegular(kind)) => Err(refused(format!("{kind}, not a regular file"))),
-        Err(OpenError::Io(source)) => Err(ConfigError::Read { path: path.to_path_buf(), source }),
+/// Read a config file if there is one, through the one reader of such files (`workspace::project_file`): a
+/// project's `config.toml` may be a FIFO, a link into `/proc` or out of the project. At most
+/// [`MAX_CONFIG_BYTES`]. A refused file is an error naming it and why.
+fn read_optional(path: &Path, reach: &Scope) -> Result<Option<String>, ConfigError> {
+    match project_file::read_text(path, reach, MAX_CONFIG_BYTES) {
+        Ok(text) => Ok(Some(text)),
+        Err(Refusal::Missing) => Ok(None),
+        Err(refusal) => Err(ConfigError::Read {
+            path: path.to_path_buf(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, refusal.to_string()),
+        }),
     }
 }
 
@@ -652,10 +652,15 @@ impl Config {
     /// Merge environment, project file and user file for a session rooted at `cwd`. Project settings that need
     /// trust are left out unless `trust` says the user trusts them; what they want is returned instead.
     pub fn load(sources: &Sources, cwd: &Path, trust: &Trust) -> Result<Loaded, ConfigError> {
+        let mut refused = Vec::new();
         let mut user = match &sources.user_config_home {
             Some(home) => {
-                let mut layer = Layer::from_file(&home.join("tinycode").join("config.toml"))?;
-                layer.tool_descriptions = tools::read_dir(&home.join("tinycode").join(tools::TOOLS_DIR));
+                let folder = home.join("tinycode");
+                // The user's own file may be a link into their dotfiles: it is theirs, wherever it is kept.
+                let mut layer = Layer::from_file(&folder.join("config.toml"), &Scope::named())?;
+                let (descriptions, out) =
+                    tools::read_dir(&folder.join(tools::TOOLS_DIR), &Scope::within(&folder));
+                (layer.tool_descriptions, refused) = (descriptions, out);
                 layer
             }
             None => Layer::default(),
@@ -664,7 +669,8 @@ impl Config {
             user.instructions =
                 user.instructions.map(|list| user_instructions(list, &home.join("tinycode"), sources));
         }
-        let (project, untrusted) = Self::project_layer(cwd, trust)?;
+        let (project, untrusted, out) = Self::project_layer(cwd, trust)?;
+        refused.extend(out);
         let mut project = project.confined();
         project.instructions =
             project.instructions.map(|list| project_instructions(list, cwd, sources.var("HOME")));
@@ -674,14 +680,16 @@ impl Config {
             tracing::warn!("{note}");
         }
         let merged = env.under(project).under(user);
-        Ok(Loaded { config: Self::resolve(merged, resolved, sources), untrusted })
+        let mut config = Self::resolve(merged, resolved, sources);
+        config.refused_files = refused;
+        Ok(Loaded { config, untrusted })
     }
 
     /// The configuration without any project (the environment and the user's file), as `initialize` and
     /// `tinycode setup`/`doctor` see it.
     pub fn load_user(sources: &Sources) -> Result<Config, ConfigError> {
         let user = match &sources.user_config_home {
-            Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"))?,
+            Some(home) => Layer::from_file(&home.join("tinycode").join("config.toml"), &Scope::named())?,
             None => Layer::default(),
         };
         let env = Layer::from_env(sources)?;
@@ -694,13 +702,14 @@ impl Config {
     /// Its tool description files (`.tinycode/tools/*.md`) are prompt text from the repository: they need trust
     /// like the file's gated settings, as `tools.<name>`. The shell lines of the project's custom commands count as
     /// gated settings too (`commands.NAME`), so the one trust question covers them and a change to them asks again.
-    fn project_layer(cwd: &Path, trust: &Trust) -> Result<(Layer, Option<Request>), ConfigError> {
+    fn project_layer(cwd: &Path, trust: &Trust) -> Result<ProjectLayer, ConfigError> {
         let path = Self::project_file(cwd);
-        let text = read_optional(&path)?;
-        let descriptions = tools::read_dir(&cwd.join(".tinycode").join(tools::TOOLS_DIR));
+        let reach = Scope::within(&crate::extensions::project_root(cwd));
+        let text = read_optional(&path, &reach)?;
+        let (descriptions, refused) = tools::read_dir(&cwd.join(".tinycode").join(tools::TOOLS_DIR), &reach);
         let commands = command_shell_lines(cwd);
         if text.is_none() && descriptions.is_empty() && commands.is_empty() {
-            return Ok((Layer::default(), None));
+            return Ok((Layer::default(), None, refused));
         }
         let text = text.unwrap_or_default();
         let parse_error =
@@ -721,17 +730,17 @@ impl Config {
         gated.extend(commands.into_iter().map(|(key, lines, _)| (key, lines)));
         gated.sort_by(|a, b| a.0.cmp(&b.0));
         if gated.is_empty() {
-            return Ok((full, None));
+            return Ok((full, None, refused));
         }
         let project = trust::canonical(cwd);
         let mut request = Request::new(&project, &file, &gated);
         match trust.standing(&project, &request.fingerprint) {
-            Standing::Trusted => Ok((full, None)),
+            Standing::Trusted => Ok((full, None, refused)),
             standing => {
                 request.changed = standing == Standing::Changed;
                 request.again = if request.changed { trust.again(&request) } else { None };
                 let harmless = toml::Value::Table(harmless).try_into().map_err(parse_error)?;
-                Ok((harmless, Some(request)))
+                Ok((harmless, Some(request), refused))
             }
         }
     }
@@ -791,6 +800,7 @@ impl Config {
             edit_mode: layer.edit_mode.unwrap_or_default(),
             tool_descriptions: layer.tool_descriptions,
             git_excludes: git::global_excludes(sources),
+            refused_files: Vec::new(),
         };
         config.model = resolved.model.unwrap_or_default();
         config.settle_model();
@@ -868,27 +878,14 @@ fn user_instructions(list: Vec<String>, dir: &Path, sources: &Sources) -> Vec<St
         .collect()
 }
 
-/// The project's instruction files as absolute paths. Relative entries must stay inside the project, symlinks
-/// included (anything else needs trust, see `trust::split`); one that escapes is left out with a warning.
+/// The project's instruction files as absolute paths. Relative entries inside the project are harmless (anything
+/// else needs trust, see `trust::split`); that one of them does not lead out of the project, links included, is
+/// for the reader of such files to decide when it reads them (`agent::instructions`).
 fn project_instructions(list: Vec<String>, cwd: &Path, home: Option<&str>) -> Vec<String> {
-    let root = trust::canonical(cwd);
     list.into_iter()
-        .filter_map(|entry| {
-            let path = Path::new(&entry);
-            if let (Some(rest), Some(home)) = (entry.strip_prefix("~/"), home) {
-                return Some(Path::new(home).join(rest).display().to_string());
-            }
-            if !trust::inside_project(&entry) {
-                return Some(cwd.join(path).display().to_string());
-            }
-            let joined = cwd.join(path);
-            match std::fs::canonicalize(&joined) {
-                Ok(real) if !real.starts_with(&root) => {
-                    tracing::warn!(file = %joined.display(), "ignoring an instruction file that leads out of the project");
-                    None
-                }
-                _ => Some(joined.display().to_string()),
-            }
+        .map(|entry| match (entry.strip_prefix("~/"), home) {
+            (Some(rest), Some(home)) => Path::new(home).join(rest).display().to_string(),
+            _ => cwd.join(&entry).display().to_string(),
         })
         .collect()
 }

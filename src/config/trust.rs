@@ -332,9 +332,11 @@ pub fn command(sources: &Sources, path: &Path, revoke: bool) -> Result<String, S
     let loaded = super::Config::load(sources, &project, &trust).map_err(|e| e.to_string())?;
     let Some(request) = loaded.untrusted else {
         let file = super::Config::project_file(&project);
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let reach = crate::workspace::project_file::Scope::within(&crate::extensions::project_root(&project));
+        let text = super::read_optional(&file, &reach).ok().flatten().unwrap_or_default();
         let gated = toml::from_str::<Table>(&text).map(|t| split(&t).1).unwrap_or_default();
-        let descriptions = super::tools::read_dir(&project.join(".tinycode").join(super::tools::TOOLS_DIR));
+        let (descriptions, _) =
+            super::tools::read_dir(&project.join(".tinycode").join(super::tools::TOOLS_DIR), &reach);
         if gated.is_empty() && descriptions.is_empty() {
             // Nothing of its own to trust, but the user's formatters and language servers wait for trust there.
             trust.grant_project(&project).map_err(|e| e.to_string())?;

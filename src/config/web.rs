@@ -100,11 +100,9 @@ impl WebSettings {
 }
 
 fn read(path: &Path) -> Result<UserSections, ConfigError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(UserSections::default()),
-        Err(source) => return Err(ConfigError::Read { path: path.to_path_buf(), source }),
-    };
+    // The user's own file, read like every config file (`workspace::project_file`).
+    let reach = crate::workspace::project_file::Scope::named();
+    let Some(text) = super::read_optional(path, &reach)? else { return Ok(UserSections::default()) };
     let bad = |message: String| ConfigError::Parse { path: path.to_path_buf(), message };
     let sections: UserSections = toml::from_str(&text).map_err(|e| bad(e.to_string()))?;
     if let Some(url) = sections.websearch.as_ref().and_then(|s| s.base_url.as_deref())

@@ -61,8 +61,8 @@ fn derived_description(body: &str) -> String {
     format!("{}…", line.chars().take(MAX_DERIVED_DESCRIPTION).collect::<String>())
 }
 
-fn read(path: &Path, name: String, origin: Origin) -> Result<CustomCommand, String> {
-    let text = super::read_text(path)?;
+fn read(path: &Path, name: String, root: &Root) -> Result<CustomCommand, String> {
+    let (origin, text) = (root.origin, super::read_text(path, &root.reach)?);
     let document = frontmatter::parse(&text)?;
     let body = document.body.trim().to_string();
     if body.is_empty() {
@@ -99,7 +99,7 @@ fn files(dir: &Path) -> Vec<(String, PathBuf)> {
             }
             if path.is_dir() && prefix.len() + 1 < MAX_DEPTH {
                 pending.push((path, [prefix.clone(), vec![file]].concat()));
-            } else if let Some(stem) = file.strip_suffix(".md").filter(|_| path.exists()) {
+            } else if let Some(stem) = file.strip_suffix(".md").filter(|_| super::present(&path)) {
                 let name = [prefix.clone(), vec![stem.to_string()]].concat().join(":");
                 found.push((name, path));
             }
@@ -128,7 +128,7 @@ pub fn discover(roots: &[Root]) -> (Vec<CustomCommand>, Vec<Problem>) {
             if seen.contains(&name) {
                 continue;
             }
-            match read(&path, name.clone(), root.origin) {
+            match read(&path, name.clone(), root) {
                 Ok(command) => {
                     seen.insert(name);
                     commands.push(command);
@@ -163,7 +163,11 @@ mod tests {
         write(&b.join("empty.md"), "---\ndescription: nothing\n---\n");
         write(&b.join("notes.txt"), "not a command");
         let project = Origin { scope: Scope::Project, claude: false };
-        let roots = [Root { dir: a.clone(), origin: project }, Root { dir: b.clone(), origin: project }];
+        let reach = crate::workspace::project_file::Scope::within(dir.path());
+        let roots = [
+            Root { dir: a.clone(), origin: project, reach: reach.clone() },
+            Root { dir: b.clone(), origin: project, reach },
+        ];
         let (commands, problems) = discover(&roots);
         let review = &commands[1];
         assert_eq!(commands.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["frontend:lint", "review"]);

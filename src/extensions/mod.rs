@@ -2,7 +2,9 @@
 //! (Markdown files), discovered in the project (from the session directory up to the git root) and in the user's
 //! home, in the folders tinycode and the agents users migrate from use (`.tinycode/`, `.agents/`, `.claude/`,
 //! `.opencode/`). The project's files win over the user's, nearer folders over farther ones, and `.tinycode/`
-//! over the others. A file that cannot be read is reported with its path and the reason, never fatal.
+//! over the others. Every file is read through `workspace::project_file`: a project's may not lead out of the
+//! project (from the git root down), a user's not out of the folder it was found in (`~/.claude`, ...). A file
+//! that cannot be read or was refused is reported with its path and the reason, never fatal.
 //!
 //! Owns discovery, the file formats and argument expansion. Reads files only; runs nothing (shell lines in
 //! commands are run by the session, after asking) and must not import the agent or the session.
@@ -17,20 +19,24 @@ use std::path::{Path, PathBuf};
 pub use commands::CustomCommand;
 pub use skills::Skill;
 
+use crate::workspace::project_file;
+
 /// Skill and command files larger than this are refused.
 pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 
-/// A skill's or command's text. Only a regular file is opened, and at most [`MAX_FILE_BYTES`] of it: a hostile
-/// repository's `SKILL.md` may be a FIFO (which would block the session), a link into `/proc` or a huge file.
-pub fn read_text(path: &Path) -> Result<String, String> {
-    use crate::workspace::regular::{self, OpenError};
-    match regular::read(path, MAX_FILE_BYTES) {
-        Ok(read) if !read.complete => Err(format!("it is larger than {} KB", MAX_FILE_BYTES / 1024)),
-        Ok(read) => String::from_utf8(read.bytes).map_err(|_| "it is not UTF-8 text".to_string()),
-        Err(OpenError::NotFound) => Err("it no longer exists".into()),
-        Err(OpenError::NotRegular(kind)) => Err(format!("it is {kind}, not a regular file")),
-        Err(OpenError::Io(e)) => Err(format!("cannot read it: {e}")),
-    }
+/// A skill's or command's text, through the one reader of such files (`workspace::project_file`): a hostile
+/// repository's `SKILL.md` may be a FIFO, a link into `/proc` or out of the project, or a huge file.
+pub fn read_text(path: &Path, reach: &project_file::Scope) -> Result<String, String> {
+    project_file::read_text(path, reach, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        project_file::Refusal::Missing => "it no longer exists".to_string(),
+        other => other.to_string(),
+    })
+}
+
+/// Whether a folder entry is there at all (a link counts even when its target is missing, so that a link leading
+/// out of the project is reported rather than skipped).
+fn present(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
 }
 
 /// Whose folder a file comes from.
@@ -60,6 +66,8 @@ impl Origin {
 pub struct Root {
     pub dir: PathBuf,
     pub origin: Origin,
+    /// Where its files may lead: the project, or the user's folder that holds `dir`.
+    pub reach: project_file::Scope,
 }
 
 /// A file that could not be used.
@@ -89,28 +97,37 @@ pub fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
     }
 }
 
-fn project(dir: PathBuf, claude: bool) -> Root {
-    Root { dir, origin: Origin { scope: Scope::Project, claude } }
+/// The project of a session rooted at `cwd`: the git root above it, or `cwd` itself outside a repository. What
+/// the repository supplies may not lead out of it.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    project_dirs(cwd).pop().unwrap_or_else(|| cwd.to_path_buf())
 }
 
-fn user(dir: PathBuf, claude: bool) -> Root {
-    Root { dir, origin: Origin { scope: Scope::User, claude } }
+fn project(dir: PathBuf, claude: bool, reach: &project_file::Scope) -> Root {
+    Root { dir, origin: Origin { scope: Scope::Project, claude }, reach: reach.clone() }
+}
+
+/// A folder of the user's, whose files may not lead out of `folder` (`~/.claude`, `~/.config/tinycode`, ...).
+fn user(folder: &Path, rest: &str, claude: bool) -> Root {
+    let reach = project_file::Scope::within(folder);
+    Root { dir: folder.join(rest), origin: Origin { scope: Scope::User, claude }, reach }
 }
 
 /// Skill folders, highest precedence first.
 pub fn skill_roots(places: &Places) -> Vec<Root> {
     let mut roots = Vec::new();
+    let reach = project_file::Scope::within(&project_root(&places.cwd));
     for dir in project_dirs(&places.cwd) {
-        roots.push(project(dir.join(".tinycode/skills"), false));
-        roots.push(project(dir.join(".agents/skills"), false));
-        roots.push(project(dir.join(".claude/skills"), true));
+        roots.push(project(dir.join(".tinycode/skills"), false, &reach));
+        roots.push(project(dir.join(".agents/skills"), false, &reach));
+        roots.push(project(dir.join(".claude/skills"), true, &reach));
     }
     if let Some(config) = &places.config_home {
-        roots.push(user(config.join("tinycode/skills"), false));
+        roots.push(user(&config.join("tinycode"), "skills", false));
     }
     if let Some(home) = &places.home {
-        roots.push(user(home.join(".agents/skills"), false));
-        roots.push(user(home.join(".claude/skills"), true));
+        roots.push(user(&home.join(".agents"), "skills", false));
+        roots.push(user(&home.join(".claude"), "skills", true));
     }
     roots
 }
@@ -118,19 +135,20 @@ pub fn skill_roots(places: &Places) -> Vec<Root> {
 /// Command folders, highest precedence first.
 pub fn command_roots(places: &Places) -> Vec<Root> {
     let mut roots = Vec::new();
+    let reach = project_file::Scope::within(&project_root(&places.cwd));
     for dir in project_dirs(&places.cwd) {
-        roots.push(project(dir.join(".tinycode/commands"), false));
-        roots.push(project(dir.join(".claude/commands"), true));
-        roots.push(project(dir.join(".opencode/commands"), false));
-        roots.push(project(dir.join(".opencode/command"), false));
+        roots.push(project(dir.join(".tinycode/commands"), false, &reach));
+        roots.push(project(dir.join(".claude/commands"), true, &reach));
+        roots.push(project(dir.join(".opencode/commands"), false, &reach));
+        roots.push(project(dir.join(".opencode/command"), false, &reach));
     }
     if let Some(config) = &places.config_home {
-        roots.push(user(config.join("tinycode/commands"), false));
-        roots.push(user(config.join("opencode/commands"), false));
-        roots.push(user(config.join("opencode/command"), false));
+        roots.push(user(&config.join("tinycode"), "commands", false));
+        roots.push(user(&config.join("opencode"), "commands", false));
+        roots.push(user(&config.join("opencode"), "command", false));
     }
     if let Some(home) = &places.home {
-        roots.push(user(home.join(".claude/commands"), true));
+        roots.push(user(&home.join(".claude"), "commands", true));
     }
     roots
 }

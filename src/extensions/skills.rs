@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::frontmatter;
 use super::{Origin, Problem, Root};
+use crate::workspace::project_file;
 
 pub const FILE: &str = "SKILL.md";
 pub const MAX_NAME: usize = 64;
@@ -28,6 +29,8 @@ pub struct Skill {
     /// The skill's folder: relative paths in the skill start here.
     pub dir: PathBuf,
     pub origin: Origin,
+    /// Where its files may lead (its root's).
+    pub reach: project_file::Scope,
     /// What was wrong but forgiven (shown by `/skills`).
     pub warnings: Vec<String>,
 }
@@ -42,8 +45,8 @@ pub fn valid_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
-fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
-    let text = super::read_text(path)?;
+fn read(path: &Path, folder: &str, root: &Root) -> Result<Skill, String> {
+    let text = super::read_text(path, &root.reach)?;
     let document = frontmatter::parse(&text)?;
     let mut warnings = Vec::new();
     let Some(description) = document.get("description") else {
@@ -71,7 +74,8 @@ fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
         description,
         path: path.to_path_buf(),
         dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        origin,
+        origin: root.origin,
+        reach: root.reach.clone(),
         warnings,
     })
 }
@@ -79,7 +83,7 @@ fn read(path: &Path, folder: &str, origin: Origin) -> Result<Skill, String> {
 fn folders(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut found: Vec<PathBuf> =
-        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join(FILE).exists()).collect();
+        entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| super::present(&p.join(FILE))).collect();
     found.sort();
     found.truncate(MAX_PER_ROOT);
     found
@@ -102,7 +106,7 @@ pub fn discover(roots: &[Root]) -> (Vec<Skill>, Vec<Problem>) {
             if seen.contains(&name) {
                 continue;
             }
-            match read(&path, &name, root.origin) {
+            match read(&path, &name, root) {
                 Ok(skill) => {
                     seen.insert(name);
                     skills.push(skill);
@@ -116,7 +120,8 @@ pub fn discover(roots: &[Root]) -> (Vec<Skill>, Vec<Problem>) {
 
 /// What a used skill gives the model: its body (arguments put in) and where its files are.
 pub fn activate(skill: &Skill, arguments: &str) -> Result<String, String> {
-    let text = super::read_text(&skill.path).map_err(|e| format!("{}: {e}", skill.path.display()))?;
+    let text =
+        super::read_text(&skill.path, &skill.reach).map_err(|e| format!("{}: {e}", skill.path.display()))?;
     let document = frontmatter::parse(&text).map_err(|e| format!("{}: {e}", skill.path.display()))?;
     let body = super::arguments::expand(document.body.trim(), arguments, skill.origin.style());
     Ok(format!(
@@ -134,6 +139,10 @@ mod tests {
     const PROJECT: Origin = Origin { scope: Scope::Project, claude: false };
     const USER: Origin = Origin { scope: Scope::User, claude: true };
 
+    fn root(dir: &Path, origin: Origin) -> Root {
+        Root { dir: dir.to_path_buf(), origin, reach: project_file::Scope::within(dir) }
+    }
+
     fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -149,7 +158,7 @@ mod tests {
         write(&b.join("broken/SKILL.md"), "---\nname: broken\n");
         write(&b.join("nodesc/SKILL.md"), "---\nname: nodesc\n---\nbody\n");
         write(&b.join("notaskill/README.md"), "x");
-        let roots = [Root { dir: a.clone(), origin: PROJECT }, Root { dir: b.clone(), origin: USER }];
+        let roots = [root(&a, PROJECT), root(&b, USER)];
         let (skills, problems) = discover(&roots);
         let names: Vec<(&str, &str)> =
             skills.iter().map(|s| (s.name.as_str(), s.description.as_str())).collect();
@@ -185,7 +194,7 @@ mod tests {
             &dir.path().join("fix/SKILL.md"),
             "---\nname: fix\ndescription: d\n---\nFix issue $1 ($ARGUMENTS).\n",
         );
-        let (skills, _) = discover(&[Root { dir: dir.path().into(), origin: PROJECT }]);
+        let (skills, _) = discover(&[root(dir.path(), PROJECT)]);
         assert_eq!(
             activate(&skills[0], "42 fast").unwrap(),
             format!(

@@ -14,7 +14,9 @@
 //! shadow a built-in or a user's agent. No agent file can set a base URL, key or provider: a subagent always
 //! talks to its parent's provider with its parent's key.
 //!
-//! Owns agent discovery and the narrowing rules. Reads only capped regular files; must not run anything.
+//! Owns agent discovery and the narrowing rules. Reads agent files only through `workspace::project_file` (the
+//! project's may not lead out of the project, the user's not out of their tinycode folder); must not run
+//! anything.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ use std::path::{Path, PathBuf};
 use super::settings::Mode;
 use crate::config::agents::AgentConfig;
 use crate::tool::subagent::MAX_SUBAGENT_DEPTH;
+use crate::workspace::project_file::{self, Scope};
 
 const SUBAGENT: &str = include_str!("prompts/subagent.md");
 const GENERAL: &str = include_str!("prompts/general.md");
@@ -160,16 +163,23 @@ pub fn instructions(agent: &AgentDef) -> String {
 pub struct Files {
     pub user: Vec<AgentDef>,
     pub project: Vec<AgentDef>,
+    /// Agent files refused by the reader, with why (the session names them to the user).
+    pub refused: Vec<(PathBuf, String)>,
 }
 
 /// List and read the agent files (blocking: directory listings and file reads).
 pub fn discover(user_config_home: Option<&Path>, cwd: &Path) -> Files {
-    Files {
-        user: user_config_home
-            .map(|home| read_dir(&home.join("tinycode").join("agents"), Origin::User))
-            .unwrap_or_default(),
-        project: read_dir(&cwd.join(".tinycode").join("agents"), Origin::Project),
-    }
+    let mut refused = Vec::new();
+    let user = match user_config_home {
+        Some(home) => {
+            let folder = home.join("tinycode");
+            read_dir(&folder.join("agents"), Origin::User, &Scope::within(&folder), &mut refused)
+        }
+        None => Vec::new(),
+    };
+    let reach = Scope::within(&crate::extensions::project_root(cwd));
+    let project = read_dir(&cwd.join(".tinycode").join("agents"), Origin::Project, &reach, &mut refused);
+    Files { user, project, refused }
 }
 
 /// All agents a session may start: built-ins, the user's files, the config's tables, then the project's files (a
@@ -217,7 +227,12 @@ pub fn from_config(name: &str, table: &AgentConfig) -> Result<AgentDef, String> 
     })
 }
 
-fn read_dir(dir: &Path, origin: Origin) -> Vec<AgentDef> {
+fn read_dir(
+    dir: &Path,
+    origin: Origin,
+    reach: &Scope,
+    refused: &mut Vec<(PathBuf, String)>,
+) -> Vec<AgentDef> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -226,15 +241,23 @@ fn read_dir(dir: &Path, origin: Origin) -> Vec<AgentDef> {
         .collect();
     files.sort();
     files.truncate(MAX_AGENT_FILES);
-    files.iter().filter_map(|file| read_file(file, origin)).collect()
+    let mut agents = Vec::new();
+    for file in &files {
+        match project_file::read(file, reach, MAX_AGENT_FILE_BYTES) {
+            Ok(read) if read.complete => {
+                agents.extend(read_file(file, &String::from_utf8_lossy(&read.bytes), origin))
+            }
+            Ok(_) => tracing::warn!(file = %file.display(), "agent file over 64 KB ignored"),
+            Err(refusal) if refusal.is_guard() => refused.push((file.clone(), refusal.to_string())),
+            Err(refusal) => tracing::warn!(file = %file.display(), %refusal, "agent file ignored"),
+        }
+    }
+    agents
 }
 
-fn read_file(file: &Path, origin: Origin) -> Option<AgentDef> {
-    // Never a plain read: a hostile repository's agent file may be a FIFO or a link into /proc.
-    let read = crate::workspace::regular::read(file, MAX_AGENT_FILE_BYTES).ok().filter(|r| r.complete)?;
-    let text = String::from_utf8_lossy(&read.bytes);
+fn read_file(file: &Path, text: &str, origin: Origin) -> Option<AgentDef> {
     let stem = file.file_stem()?.to_string_lossy().to_string();
-    match parse(&text, &stem, origin) {
+    match parse(text, &stem, origin) {
         Ok(agent) => Some(agent),
         Err(why) => {
             tracing::warn!(file = %file.display(), why, "agent file ignored");
@@ -404,6 +427,7 @@ mod tests {
                 parse("---\ndescription: project file\n---\np", "reviewer", Origin::Project).unwrap(),
                 parse("---\ndescription: helps\n---\nh", "helper", Origin::Project).unwrap(),
             ],
+            refused: vec![],
         };
         let config = BTreeMap::from([
             ("reviewer".to_string(), table("Reviews diffs", Some("plan"))),

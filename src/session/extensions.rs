@@ -52,17 +52,33 @@ impl Session {
     }
 
     /// Rediscover skills and commands (directory listings, on a blocking thread: never on the async runtime);
-    /// offer `skill` while there are skills; report unreadable files once. Returns whether anything changed.
+    /// offer `skill` while there are skills; report unreadable files once, and refused instruction and config
+    /// files. Returns whether anything changed.
     pub(super) async fn rescan_extensions(&self) -> bool {
         let places = self.places();
-        let found = match tokio::task::spawn_blocking(move || Catalog::discover(&places)).await {
+        let config = self.config();
+        self.report_refused(&config.refused_files);
+        let (cwd, global, configured) =
+            (self.cwd.clone(), global_instructions(&self.sources), config.instructions.clone());
+        let found = tokio::task::spawn_blocking(move || {
+            (Catalog::discover(&places), refused_instructions(&cwd, global.as_deref(), &configured))
+        });
+        let (found, refused) = match found.await {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, "discovering skills and commands failed");
                 return false;
             }
         };
+        self.report_refused(&refused);
         self.use_catalog(found)
+    }
+
+    /// Name each of `refused` (files the reader refused, with why) to the user, once per session.
+    pub(super) fn report_refused(&self, refused: &[(std::path::PathBuf, String)]) {
+        for (path, why) in refused {
+            self.refused_file(path, why, true);
+        }
     }
 
     /// Take `found` as the skills and commands; returns whether it differs from what the session had.
@@ -125,6 +141,19 @@ impl Session {
         }
     }
 
+    /// Name a file tinycode refused to read on its own (`workspace::project_file`) and say why; with `once`, only
+    /// the first time this session meets it (discovery repeats before every prompt).
+    pub(super) fn refused_file(&self, path: &std::path::Path, why: &str, once: bool) {
+        let key = format!("{}\0{why}", path.display());
+        if once && !lock(&self.reported).insert(key) {
+            return;
+        }
+        self.notice(
+            "A file was not read".into(),
+            format!("{}: {why}. Nothing of it was given to the model.", path.display()),
+        );
+    }
+
     /// Tell the user something outside the conversation (held until the editor knows the session).
     pub(super) fn notice(&self, title: String, description: String) {
         if self.announced.load(Ordering::SeqCst) {
@@ -164,14 +193,29 @@ impl Session {
 
     /// Instruction files and skills for the system prompt.
     pub(super) fn extras(&self, config: &Config) -> Extras {
-        let global =
-            self.sources.user_config_home.as_ref().map(|home| home.join("tinycode").join("AGENTS.md"));
         Extras {
-            global_instructions: global,
+            global_instructions: global_instructions(&self.sources),
             instruction_files: config.instructions.clone(),
             skills: self.catalog().skills.iter().map(|s| (s.name.clone(), s.description.clone())).collect(),
         }
     }
+}
+
+/// The user's global instruction file (`~/.config/tinycode/AGENTS.md`).
+pub(super) fn global_instructions(sources: &crate::config::Sources) -> Option<std::path::PathBuf> {
+    sources.user_config_home.as_ref().map(|home| home.join("tinycode").join("AGENTS.md"))
+}
+
+/// The instruction files of a session rooted at `cwd` that the reader refuses, with why (blocking: metadata of a
+/// few files). The system prompt leaves them out by itself; this is for telling the user.
+pub(super) fn refused_instructions(
+    cwd: &std::path::Path,
+    global: Option<&std::path::Path>,
+    configured: &[std::path::PathBuf],
+) -> Vec<(std::path::PathBuf, String)> {
+    use crate::agent::instructions;
+    let files = instructions::files(cwd, global, configured);
+    instructions::refused(&files).into_iter().map(|(path, refusal)| (path, refusal.to_string())).collect()
 }
 
 /// The report function a session's servers get: it reaches the session while it lives.

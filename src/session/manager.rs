@@ -304,15 +304,22 @@ impl Manager {
         // (one blocking thread for all of it). The project's remembered rules are read from the store meanwhile.
         let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
         let places = super::extensions::places(&self.sources, &cwd);
+        let (global, configured) =
+            (super::extensions::global_instructions(&self.sources), config.instructions.clone());
         let files = tokio::task::spawn_blocking(move || {
-            (super::agents::discover(home.as_deref(), &root), crate::extensions::Catalog::discover(&places))
+            let refused = super::extensions::refused_instructions(&root, global.as_deref(), &configured);
+            (
+                super::agents::discover(home.as_deref(), &root),
+                crate::extensions::Catalog::discover(&places),
+                refused,
+            )
         });
         let (files, rem) = tokio::join!(files, self.remembered(&row.cwd));
-        let (agent_files, catalog) = match files {
-            Ok((agents, catalog)) => (Arc::new(agents), Some(catalog)),
+        let (agent_files, catalog, refused) = match files {
+            Ok((agents, catalog, refused)) => (Arc::new(agents), Some(catalog), refused),
             Err(e) => {
                 tracing::warn!(error = %e, "the agent files, skills and commands could not be read");
-                (Arc::default(), None)
+                (Arc::default(), None, Vec::new())
             }
         };
         let settings = Settings::of_row(row, &config);
@@ -399,6 +406,9 @@ impl Manager {
         let _ = link.set(Arc::downgrade(&session));
         session.tell_when_held();
         session.apply_mcp(&session.config());
+        session.report_refused(&session.config().refused_files);
+        session.report_refused(&refused);
+        session.report_refused(&session.agent_files.refused);
         if let Some(found) = catalog {
             session.use_catalog(found);
         } else {

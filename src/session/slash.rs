@@ -235,7 +235,12 @@ impl Session {
         let text = files::replace_shell_lines(&text, |line| {
             outputs.next().unwrap_or_else(|| format!("[`{line}` was not run: the prompt was cancelled]"))
         });
-        expand::inline_files(&text, &self.cwd)
+        let project = crate::extensions::project_root(&self.cwd);
+        let inlined = expand::inline_files(&text, &self.cwd, &project);
+        for (path, refusal) in &inlined.refused {
+            self.refused_file(path, &refusal.to_string(), false);
+        }
+        inlined.text
     }
 
     /// Are the shell lines of the project's command `name` covered by the user's trust? Checked afresh.

@@ -1,5 +1,5 @@
 //! The file services the tools share: file access (editor or disk, read ledger, locks), the workspace
-//! boundary, safe reads of regular files, text encodings (UTF-8, UTF-16), the ignore stack and directory walks,
+//! boundary, safe reads of regular files, the one reader for files tinycode reads on its own, text encodings (UTF-8, UTF-16), the ignore stack and directory walks,
 //! atomic writes, secret files and secret content, formatters, the seam to the checkers (language servers) that
 //! diagnose written files, the git commands tinycode runs itself (inert) and what git says a repository's
 //! configuration would run, and the record of what a turn changed (for checkpoints).
@@ -17,6 +17,7 @@ pub mod git;
 pub mod git_filters;
 pub mod git_programs;
 pub mod ignore_rules;
+pub mod project_file;
 pub mod regular;
 pub mod secret_files;
 pub mod secrets;

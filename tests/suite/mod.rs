@@ -23,6 +23,7 @@ mod modes;
 mod packaging;
 mod permission;
 mod private_data;
+mod project_files;
 mod protocol;
 mod providers;
 mod questions;

@@ -80,7 +80,7 @@ async fn the_binary_answers_within_its_deadlines_in_a_workspace_of_fifos_and_pro
     let refused = within("session/new", client.try_new_session(&cwd)).await.unwrap_err();
     assert_eq!(
         refused.message,
-        format!("cannot read {}: a FIFO (named pipe), not a regular file", config.display())
+        format!("cannot read {}: it is a FIFO (named pipe), not a regular file", config.display())
     );
     std::fs::remove_file(&config).unwrap();
     let session = within("session/new", client.new_session(&cwd)).await;

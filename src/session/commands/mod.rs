@@ -172,6 +172,7 @@ mod tests {
             path: PathBuf::from("/s/SKILL.md"),
             dir: PathBuf::from("/s"),
             origin: Origin { scope: Scope::User, claude: false },
+            reach: crate::workspace::project_file::Scope::named(),
             warnings: vec![],
         }
     }

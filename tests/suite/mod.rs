@@ -1,3 +1,4 @@
+mod all_or_nothing;
 mod binary;
 mod boundary;
 mod cancel;

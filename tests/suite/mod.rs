@@ -18,6 +18,7 @@ mod hashline;
 mod hostile_shell;
 mod lsp;
 mod mcp;
+mod mcp_results;
 mod modes;
 mod packaging;
 mod permission;

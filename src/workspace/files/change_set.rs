@@ -307,3 +307,92 @@ impl Files {
         unrestored
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::files::FileLocks;
+    use futures::future::BoxFuture;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    /// An editor that saves to disk and refuses `refused`, logging every write.
+    struct Editor {
+        refused: PathBuf,
+        writes: Mutex<Vec<(PathBuf, String)>>,
+    }
+
+    impl ClientFs for Editor {
+        fn can_read(&self) -> bool {
+            false
+        }
+        fn can_write(&self) -> bool {
+            true
+        }
+        fn read(&self, _: &Path) -> BoxFuture<'_, Result<String, EditorError>> {
+            Box::pin(async { Err(EditorError::Unsupported) })
+        }
+        fn write<'a>(&'a self, path: &'a Path, content: &'a str) -> BoxFuture<'a, Result<(), EditorError>> {
+            Box::pin(async move {
+                self.writes.lock().unwrap().push((path.to_path_buf(), content.to_string()));
+                if path == self.refused {
+                    return Err(EditorError::Failed("no space left".into()));
+                }
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, content).unwrap();
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_editor_save_undoes_the_writes_before_it_and_keeps_the_file_to_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let (a, new, gone, refused) =
+            (root.join("a.txt"), root.join("n/new.txt"), root.join("gone.txt"), root.join("r.txt"));
+        std::fs::write(&a, "old a").unwrap();
+        std::fs::write(&gone, "bye").unwrap();
+        let editor = Arc::new(Editor { refused: refused.clone(), writes: Mutex::new(Vec::new()) });
+        let client: Arc<dyn ClientFs> = editor.clone();
+        let files = Files::new(
+            vec![root.to_path_buf()],
+            Some(client),
+            Arc::new(FileLocks::default()),
+            BTreeMap::new(),
+        );
+        let changes = [
+            Change { path: &a, old: Some("old a"), new: Some("new a") },
+            Change { path: &gone, old: Some("bye"), new: None },
+            Change { path: &new, old: None, new: Some("fresh") },
+            Change { path: &refused, old: None, new: Some("never") },
+        ];
+        let failure = files.change_all(&changes, root).await.unwrap_err();
+        assert_eq!(
+            failure,
+            SetError::Failed(SetFailure {
+                path: refused.clone(),
+                deleting: false,
+                reason: "the editor could not save it: no space left".into(),
+                unrestored: Vec::new(),
+            })
+        );
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        assert_eq!(std::fs::read_to_string(&gone).unwrap(), "bye");
+        let mut names: Vec<String> = std::fs::read_dir(root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["a.txt", "gone.txt"], "the new file, its folder and every kept file are gone");
+        assert_eq!(
+            *editor.writes.lock().unwrap(),
+            vec![
+                (a.clone(), "new a".to_string()),
+                (new.clone(), "fresh".to_string()),
+                (refused.clone(), "never".to_string()),
+                (a.clone(), "old a".to_string()),
+            ]
+        );
+    }
+}

@@ -88,16 +88,24 @@ async fn call(server: &Server, tool: &str, ctx: Context, args: Value) -> Result<
     if failed {
         return Err(ToolError::Retry(format!("The MCP tool reported an error:\n{text}")));
     }
-    if images.is_empty() {
-        return Ok(ToolOutput { output: text, display, ..ToolOutput::default() });
-    }
-    // The images follow the text, each in its own paragraph; only the text is truncated.
+    // The model and the editor get the same bounded text; the full text is saved once.
+    let long = crate::tool::truncate::preview(&text).is_some();
+    let text = if text.is_empty() { text } else { crate::tool::preview_and_save(&ctx, text).await };
+    let display = if long { bounded_display(display, &text) } else { display };
+    // The images follow the text, each in its own paragraph.
     let mut parts = Vec::new();
     if !text.is_empty() {
-        parts.push(crate::tool::preview_and_save(&ctx, text).await);
+        parts.push(text);
     }
     parts.extend(images);
     Ok(ToolOutput { output: parts.join("\n\n"), display, bounded: true, ..ToolOutput::default() })
+}
+
+/// The card of a result whose text was cut: the model's preview in place of the texts, then the images.
+fn bounded_display(display: Vec<Content>, preview: &str) -> Vec<Content> {
+    let mut bounded = vec![Content::Text(preview.to_string())];
+    bounded.extend(display.into_iter().filter(|c| matches!(c, Content::Image { .. })));
+    bounded
 }
 
 /// The `mcp_resource` tool over the servers that offer resources.

@@ -3,7 +3,8 @@
 //! built-ins (`adapter` builds the `tool::Def`s), their prompts as slash commands and their resources through the
 //! `mcp_resource` tool. Stdio servers run in their own process group and are closed within 2 s (stdin EOF, then
 //! SIGTERM, then SIGKILL: `process`); a server that crashes is reported once and its tools withdrawn; a server's
-//! `tools/list_changed` refreshes its list before the next model request.
+//! `tools/list_changed` refreshes its list before the next model request. A stdio server's answer over the line
+//! limit fails its call at once (`lines`); results reach the model and the editor as the same bounded preview.
 //!
 //! Owns connections, their lifetime and the mapping of MCP to tinycode's tools. Must not know ACP or the session:
 //! the editor is reached through [`Elicitor`], the session hears about servers through [`Report`]s. The tool
@@ -12,6 +13,7 @@
 pub mod adapter;
 pub mod content;
 pub mod handler;
+pub mod lines;
 pub mod naming;
 pub mod process;
 pub mod schema;

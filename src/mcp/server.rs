@@ -17,12 +17,14 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Handler, ProgressSink, Shared};
+use super::lines::{LineGuard, MAX_LINE_BYTES, OVERSIZED};
 use super::process::{Launch, Process};
 use super::spec::{Spec, Transport};
 use super::{Phase, Report};
@@ -189,7 +191,9 @@ impl Server {
                 let (process, stdout, stdin) =
                     Process::spawn(self.name(), &command, &args, &env, &self.launch)
                         .map_err(|e| format!("`{command}` could not be started: {e}"))?;
-                match handler.serve((stdout, stdin)).await {
+                let transport = AsyncRwTransport::new(LineGuard::new(stdout), stdin)
+                    .with_max_line_length(MAX_LINE_BYTES + 2);
+                match handler.serve(transport).await {
                     Ok(service) => (service, Some(process)),
                     Err(e) => {
                         // A server that died says more by how it exited than by the broken pipe.
@@ -299,6 +303,11 @@ impl Server {
     /// [`EXIT_NOTICE`], says why).
     async fn request_failed(&self, live: &Arc<Live>, error: ServiceError) -> ToolError {
         match error {
+            ServiceError::McpError(e) if e.code.0 == OVERSIZED => ToolError::execution(format!(
+                "the MCP server `{}` answered with a message longer than the {} MB line limit; it was discarded",
+                self.name(),
+                MAX_LINE_BYTES >> 20
+            )),
             ServiceError::McpError(e) => ToolError::execution(format!(
                 "the MCP server `{}` answered with an error: {}",
                 self.name(),

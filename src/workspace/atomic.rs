@@ -10,6 +10,9 @@
 //!
 //! Only a regular file (or nothing) is replaced: a FIFO, socket or device at the target is refused.
 //!
+//! The two halves are also offered apart ([`stage`], then [`Staged::commit`]), so several files can be written
+//! before any is replaced (`staging`).
+//!
 //! Owns the disk write protocol. Blocking: call it from a blocking thread.
 
 use std::io::Write;
@@ -68,25 +71,102 @@ impl Unflushed {
 /// Replace `path` with `content` atomically, leaving the flush to the caller. Returns whether the file existed
 /// before, and the flush.
 pub fn replace(path: &Path, content: &[u8]) -> std::io::Result<(bool, Unflushed)> {
+    stage(path, content)?.commit()
+}
+
+/// Content written to a temporary sibling of its target and not yet renamed over it ([`Staged::commit`]).
+/// Dropped uncommitted, the temporary file is removed (the directories [`stage`] created are the caller's:
+/// [`Staged::created_dirs`]).
+pub struct Staged {
+    temp: PathBuf,
+    target: PathBuf,
+    file: Option<std::fs::File>,
+    existed: bool,
+    created: Vec<PathBuf>,
+}
+
+impl Staged {
+    /// The file the rename will replace (symlinks followed).
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Whether the target existed when the content was staged.
+    pub fn existed(&self) -> bool {
+        self.existed
+    }
+
+    /// The directories staging created for the target, deepest first.
+    pub fn created_dirs(&self) -> &[PathBuf] {
+        &self.created
+    }
+
+    /// Rename the temporary file over the target. Returns whether the target existed, and the flush.
+    pub fn commit(mut self) -> std::io::Result<(bool, Unflushed)> {
+        let file =
+            self.file.take().ok_or_else(|| std::io::Error::other("the staged file was already used"))?;
+        if let Err(e) = std::fs::rename(&self.temp, &self.target) {
+            let _ = std::fs::remove_file(&self.temp);
+            return Err(e);
+        }
+        let dir = self.target.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok((self.existed, Unflushed { file, dir }))
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Create `dir` and its missing ancestors (mode 0755); returns the ones created, deepest first.
+pub fn create_dirs(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut missing = Vec::new();
+    let mut current = Some(dir);
+    while let Some(path) = current {
+        if std::fs::symlink_metadata(path).is_ok() {
+            break;
+        }
+        missing.push(path.to_path_buf());
+        current = path.parent();
+    }
+    if !missing.is_empty() {
+        std::fs::DirBuilder::new().recursive(true).mode(NEW_DIR_MODE).create(dir)?;
+    }
+    Ok(missing)
+}
+
+/// A name beside `target` nobody else uses: `.<name>.tinycode-<random>.<suffix>`.
+pub fn sibling(target: &Path, suffix: &str) -> std::io::Result<PathBuf> {
+    let dir = target.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(dir.join(format!(".{name}.tinycode-{}.{suffix}", uuid::Uuid::new_v4().simple())))
+}
+
+/// Write `content` to a temporary sibling of the file a write to `path` replaces, with that file's mode (0644 for
+/// a new one), creating missing parent directories. Nothing is replaced until [`Staged::commit`]; on an error the
+/// temporary file is gone (directories created stay, as [`replace`] leaves them).
+pub fn stage(path: &Path, content: &[u8]) -> std::io::Result<Staged> {
     let target = write_target(path);
     let dir = target.parent().ok_or_else(|| std::io::Error::other("path has no parent directory"))?;
-    std::fs::DirBuilder::new().recursive(true).mode(NEW_DIR_MODE).create(dir)?;
+    let created = create_dirs(dir)?;
     let existing = std::fs::metadata(&target).ok();
     if let Some(kind) = existing.as_ref().and_then(super::regular::irregular_kind) {
         return Err(std::io::Error::other(format!("it is {kind}, not a regular file")));
     }
     let mode = existing.as_ref().map(|m| m.permissions().mode() & 0o7777).unwrap_or(NEW_FILE_MODE);
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temp = dir.join(format!(".{name}.tinycode-{}.tmp", uuid::Uuid::new_v4().simple()));
-    let result = (|| {
+    let temp = sibling(&target, "tmp")?;
+    let written = (|| {
         let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
         file.write_all(content)?;
         std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(mode))?;
-        std::fs::rename(&temp, &target)?;
         Ok(file)
     })();
-    match result {
-        Ok(file) => Ok((existing.is_some(), Unflushed { file, dir: dir.to_path_buf() })),
+    match written {
+        Ok(file) => Ok(Staged { temp, target, file: Some(file), existed: existing.is_some(), created }),
         Err(e) => {
             let _ = std::fs::remove_file(&temp);
             Err(e)

@@ -20,9 +20,12 @@ use super::boundary::{Located, Roots};
 use super::changes::Recorder;
 use super::ignore_rules::Stack;
 use super::{atomic, encoding, format, regular};
+
+mod change_set;
 use crate::shell::environment::Environment;
 use crate::shell::launch::Launcher;
 use crate::tool::error::ToolError;
+pub use change_set::{Change, SetError, SetFailure};
 
 /// Text files larger than this are refused by reads and edits (a read never holds more in memory).
 pub const MAX_TEXT_BYTES: u64 = 16 * 1024 * 1024;
@@ -618,7 +621,13 @@ impl Files {
                 Via::Disk
             }
         };
-        let mut written = Written { via, content: Cow::Borrowed(content), formatter_error: None };
+        Ok(self
+            .settle(path, Written { via, content: Cow::Borrowed(content), formatter_error: None }, cwd)
+            .await)
+    }
+
+    /// After a write: run the formatter, and record the result as read so the model can keep editing.
+    async fn settle<'a>(&self, path: &Path, mut written: Written<'a>, cwd: &Path) -> Written<'a> {
         if let Some(command) = self.formatter_for(path) {
             match format::run(&command, cwd, &self.launcher).await {
                 Err(e) => written.formatter_error = Some(e),
@@ -626,7 +635,7 @@ impl Files {
             }
         }
         self.record_read(path, &written.content, true);
-        Ok(written)
+        written
     }
 
     /// After a formatter rewrote the file on disk, make the editor's buffer match it.

@@ -1,6 +1,7 @@
 //! The file services the tools share: file access (editor or disk, read ledger, locks), the workspace
-//! boundary, safe reads of regular files, the one reader for files tinycode reads on its own, text encodings (UTF-8, UTF-16), the ignore stack and directory walks,
-//! atomic writes, secret files and secret content, formatters, the seam to the checkers (language servers) that
+//! boundary, safe reads of regular files, the one reader for files tinycode reads on its own, text encodings
+//! (UTF-8, UTF-16), the ignore stack and directory walks, atomic writes and change sets made all or nothing
+//! (`staging`), secret files and secret content, formatters, the seam to the checkers (language servers) that
 //! diagnose written files, the git commands tinycode runs itself (inert) and what git says a repository's
 //! configuration would run, and the record of what a turn changed (for checkpoints).
 //!
@@ -22,4 +23,5 @@ pub mod regular;
 pub mod secret_files;
 pub mod secrets;
 pub mod span;
+pub mod staging;
 pub mod walk;

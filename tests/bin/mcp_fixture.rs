@@ -2,9 +2,10 @@
 //! the client is checked against an independent implementation). It speaks MCP 2025-11-25 over stdio, or
 //! streamable HTTP on 127.0.0.1 with `--http` (it prints `listening URL` and serves until its stdin closes).
 //!
-//! Tools: `echo`, `sleep` (reports progress, honours `notifications/cancelled`), `fail`, `image`, `change_list`
-//! (adds `added` and sends `tools/list_changed`), `ask` (elicitation), `sample` (sampling), `crash` (exits 3),
-//! `cancelled` (the cancellations it saw), `env`, `pid`; a prompt `review` and a resource `mem://notes/today`.
+//! Tools: `echo` (the text `repeat` times, an unlisted argument, for huge results), `sleep` (reports progress,
+//! honours `notifications/cancelled`), `fail`, `image`, `change_list` (adds `added` and sends
+//! `tools/list_changed`), `ask` (elicitation), `sample` (sampling), `crash` (exits 3), `cancelled` (the
+//! cancellations it saw), `env`, `pid`; a prompt `review` and a resource `mem://notes/today`.
 //! Options: `--hold-start PATH` (answer `initialize` only once PATH exists), `--ignore-eof` (outlive stdin's EOF
 //! and SIGTERM, with a `sleep` child), `--long-names` (a tool with a 70-character name), `--crash-on-start`.
 //!
@@ -78,7 +79,10 @@ async fn call(state: &Shared, out: &Out, id: &Value, params: &Value) -> Option<V
     let args = &params["arguments"];
     let arg = |name: &str| args[name].as_str().unwrap_or_default().to_string();
     Some(match params["name"].as_str().unwrap_or_default() {
-        "echo" => text(format!("echo: {}", arg("text"))),
+        "echo" => {
+            let times = args["repeat"].as_u64().map_or(1, |n| n as usize);
+            text(format!("echo: {}", arg("text").repeat(times)))
+        }
         "fail" => json!({"content": [{"type": "text", "text": arg("message")}], "isError": true}),
         "image" => {
             json!({"content": [{"type": "text", "text": "a red dot"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]})

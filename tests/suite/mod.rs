@@ -1,3 +1,4 @@
+mod all_or_nothing;
 mod binary;
 mod boundary;
 mod cancel;
@@ -19,6 +20,7 @@ mod inert_git;
 mod launcher;
 mod lsp;
 mod mcp;
+mod mcp_results;
 mod modes;
 mod packaging;
 mod permission;

@@ -67,6 +67,9 @@ pub struct Log {
     /// When set, every `fs/read_text_file` is answered with this error (an editor refusing the read).
     pub fs_read_error: Mutex<Option<Error>>,
     pub fs_writes: Mutex<Vec<(PathBuf, String)>>,
+    /// `fs/write_text_file` requests for these paths are answered with the error (an editor that cannot save
+    /// there); they are still logged in `fs_writes`.
+    pub fs_write_errors: Mutex<std::collections::BTreeMap<PathBuf, Error>>,
     /// `terminal/*` calls in order, as `method id-or-command`.
     pub terminal_calls: Mutex<Vec<String>>,
     pub terminals: Mutex<std::collections::BTreeMap<String, Terminal>>,
@@ -255,6 +258,10 @@ impl TestClient {
                     async move |request: acp::WriteTextFileRequest, responder, _cx| {
                         // Like Zed: the buffer takes the text and is saved to disk.
                         log4.fs_writes.lock().unwrap().push((request.path.clone(), request.content.clone()));
+                        let refusal = log4.fs_write_errors.lock().unwrap().get(&request.path).cloned();
+                        if let Some(error) = refusal {
+                            return responder.respond_with_error(error);
+                        }
                         log4.buffers.lock().unwrap().remove(&request.path);
                         if let Some(dir) = request.path.parent() {
                             std::fs::create_dir_all(dir).unwrap();

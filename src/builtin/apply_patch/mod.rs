@@ -1,5 +1,6 @@
 //! The `apply_patch` tool: the Codex patch format, validated as a whole before anything is written, shown to
-//! the user as one diff per file, then applied file by file through the session's file access.
+//! the user as one diff per file, then applied all or nothing through the session's file access (a write that
+//! fails undoes the others, and the model is told that nothing changed).
 
 pub mod apply;
 pub mod parser;
@@ -18,6 +19,7 @@ use super::change::{first_changed_line, shown, unchanged_since_preview, veto_sec
 use crate::display::{Content, Kind, Location, Presentation};
 use crate::permission::Category;
 use crate::tool::{Context, Def, Preview, ToolError, ToolOutput};
+use crate::workspace::files::{self, SetError, SetFailure};
 use apply::{Change, Existing};
 use parser::{Hunk, Mode};
 
@@ -182,6 +184,42 @@ fn content(steps: &[Step]) -> (Vec<Content>, Vec<Location>) {
     (diffs, locations)
 }
 
+/// Each path's change from before the patch to after it, in the order the patch first touches it (a path the
+/// patch creates and then deletes is left out).
+fn final_changes(steps: &[Step]) -> Vec<files::Change<'_>> {
+    let mut changes: Vec<files::Change<'_>> = Vec::new();
+    for step in steps {
+        let (path, old, new) = match step {
+            Step::Write { path, old, new, .. } => (path, old.as_deref(), Some(new.as_str())),
+            Step::Delete { path, old } => (path, Some(old.as_str()), None),
+        };
+        match changes.iter_mut().find(|c| c.path == path.as_path()) {
+            Some(earlier) => earlier.new = new,
+            None => changes.push(files::Change { path, old, new }),
+        }
+    }
+    changes.retain(|c| c.old.is_some() || c.new.is_some());
+    changes
+}
+
+/// The model's message for a patch whose writing failed: which file, why, and that nothing changed (or, if the
+/// undo itself failed, which files are left changed).
+fn write_failed(failure: &SetFailure) -> ToolError {
+    let verb = if failure.deleting { "delete" } else { "write" };
+    let mut message =
+        format!("apply_patch could not {verb} {}: {}\n", failure.path.display(), failure.reason);
+    if failure.unrestored.is_empty() {
+        message.push_str("No files were changed.");
+    } else {
+        message.push_str("The patch was not applied, but these files could not be put back as they were:");
+        for (path, why) in &failure.unrestored {
+            message.push_str(&format!("\n- {}: {why}", path.display()));
+        }
+        message.push_str("\nRead them again before changing them.");
+    }
+    ToolError::execution(message)
+}
+
 fn verification_failed(reason: impl std::fmt::Display) -> ToolError {
     ToolError::retry(format!("apply_patch verification failed: {reason}\nNo files were changed."))
 }
@@ -232,27 +270,29 @@ async fn execute(ctx: Context, _args: Value) -> Result<ToolOutput, ToolError> {
             unchanged_since_preview(&ctx, path, old).await?;
         }
     }
+    let changes = final_changes(&plan.steps);
+    let written = match ctx.files.change_all(&changes, &ctx.directory).await {
+        Ok(written) => written,
+        Err(SetError::Refused(error)) => return Err(error),
+        Err(SetError::Failed(failure)) => return Err(write_failed(&failure)),
+    };
     let mut notes = Vec::new();
     let mut written_files = Vec::new();
+    for (change, written) in changes.iter().zip(written) {
+        let Some(written) = written else { continue };
+        if let Some(error) = written.formatter_error {
+            notes.push(format!(
+                "The formatter failed on {} (the file was still written): {error}",
+                shown(change.path, &ctx.directory)
+            ));
+        }
+        written_files.push((change.path.to_path_buf(), written.content));
+    }
     for step in &plan.steps {
-        let (path, operation) = match step {
-            Step::Write { path, new, operation, .. } => {
-                let written = ctx.files.write(path, new, &ctx.directory).await?;
-                written_files.push((path.clone(), written.content.clone()));
-                if let Some(error) = written.formatter_error {
-                    notes.push(format!(
-                        "The formatter failed on {} (the file was still written): {error}",
-                        shown(path, &ctx.directory)
-                    ));
-                }
-                (path, *operation)
-            }
-            Step::Delete { path, .. } => {
-                ctx.files.delete(path).await?;
-                (path, "delete")
-            }
-        };
-        ctx.file_modified(path, operation);
+        match step {
+            Step::Write { path, operation, .. } => ctx.file_modified(path, operation),
+            Step::Delete { path, .. } => ctx.file_modified(path, "delete"),
+        }
     }
     let (display, locations) = content(&plan.steps);
     let mut output = plan.summary.trim_end().to_string();

@@ -633,10 +633,18 @@ impl Manager {
         futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
         // Everything saved, and the database's log folded in: the process exits without closing the database.
-        if let Some(Ok(store)) = self.store.get()
-            && let Err(e) = store.checkpoint().await
-        {
-            tracing::error!(error = %e, "could not finish saving");
+        if let Some(Ok(store)) = self.store.get() {
+            let health = store.save_now().await;
+            if health.held > 0 {
+                let why = health.failure.unwrap_or_default();
+                tracing::error!(
+                    items = health.held,
+                    "the session database never took these writes ({why}): lost"
+                );
+            }
+            if let Err(e) = store.checkpoint().await {
+                tracing::error!(error = %e, "could not finish saving");
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod checkpoints;
 pub mod damage;
+pub mod inspect;
 pub mod jobs;
 pub mod messages;
 pub mod rules;

@@ -173,3 +173,25 @@ async fn a_damaged_database_is_left_byte_for_byte_beside_a_fresh_one_and_the_edi
     assert_eq!(replayed(&h.client, &session, &h.cwd).await, said(&[("user", "first"), ("agent", "Fresh.")]));
     assert_eq!(std::fs::read(h.data.join(&aside[0])).unwrap(), garbage);
 }
+
+#[tokio::test]
+async fn doctor_says_the_database_is_damaged_and_lists_the_one_moved_aside_without_touching_either() {
+    let env = crate::suite::binary::Env::new();
+    let model = crate::support::fake_model::FakeModel::start(vec![]).await;
+    let data = env.dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(data.join("tinycode.db"), b"not a database at all, just text").unwrap();
+    std::fs::write(data.join("tinycode-damaged-17.db"), b"moved aside earlier").unwrap();
+    let mut command = env.command(&model, &["doctor"]);
+    command.stdin(std::process::Stdio::null());
+    let output =
+        tokio::time::timeout(crate::support::client::PATIENCE, command.output()).await.unwrap().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let section = text.split("\nChecks").next().unwrap().split("\nSession database:\n").nth(1).unwrap();
+    assert_eq!(
+        section.replace(&data.display().to_string(), "<data>"),
+        "  <data>/tinycode.db: DAMAGED (file is not a database): the agent moves it aside, unchanged, and starts a fresh one\n  damaged, moved aside: <data>/tinycode-damaged-17.db\n"
+    );
+    assert_eq!(std::fs::read(data.join("tinycode.db")).unwrap(), b"not a database at all, just text");
+}

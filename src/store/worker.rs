@@ -434,3 +434,77 @@ mod tests {
         assert_eq!(passes, vec![true, true, true, true, true, false, false]);
     }
 }
+
+/// What holding and retrying cost a write that goes straight in: `cargo test --release --lib
+/// store::worker::cost -- --ignored --nocapture` prints it (benches/README.md has the figures).
+#[cfg(test)]
+mod cost {
+    use super::*;
+    use crate::store::Store;
+    use serde_json::json;
+
+    const WRITES: u32 = 20_000;
+
+    /// Per write: the old worker's shape (a boxed closure over a channel to a thread that runs it).
+    fn plain_channel() -> Duration {
+        let (jobs, queue) = mpsc::channel::<Box<dyn FnOnce(&mut u64) + Send>>();
+        let worker = std::thread::spawn(move || {
+            let mut n = 0u64;
+            while let Ok(job) = queue.recv() {
+                job(&mut n);
+            }
+            n
+        });
+        let start = Instant::now();
+        for _ in 0..WRITES {
+            jobs.send(Box::new(|n| *n += 1)).unwrap();
+        }
+        drop(jobs);
+        assert_eq!(worker.join().unwrap(), u64::from(WRITES));
+        start.elapsed() / WRITES
+    }
+
+    #[tokio::test]
+    #[ignore = "a measurement"]
+    async fn the_bookkeeping_costs_a_write_well_under_a_microsecond_beside_its_sql() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        store.call(|c| c.execute_batch("CREATE TABLE t (n INTEGER)")).await.unwrap();
+        let start = Instant::now();
+        for _ in 0..WRITES {
+            store.submit("nothing", |_| Ok(()));
+        }
+        store.save_now().await;
+        let worker = start.elapsed() / WRITES;
+        let plain = plain_channel();
+        store.create_session(tests_row()).await.unwrap();
+        let messages = 2_000;
+        let start = Instant::now();
+        for i in 0..messages {
+            store.append_later(
+                "s",
+                "user",
+                vec![("text".into(), json!({"text": format!("message {i}")}))],
+                i,
+            );
+        }
+        store.save_now().await;
+        let message = start.elapsed() / messages as u32;
+        println!("per write, no SQL: {worker:?} through the worker, {plain:?} through a plain channel");
+        println!("per message appended (one transaction each): {message:?}");
+        assert!(worker < plain + Duration::from_micros(5), "{worker:?} vs {plain:?}");
+    }
+
+    fn tests_row() -> SessionRow {
+        SessionRow {
+            id: "s".into(),
+            cwd: "/p".into(),
+            title: None,
+            mode: "build".into(),
+            model: None,
+            thought_level: None,
+            created_at: 1,
+            updated_at: 1,
+        }
+    }
+}

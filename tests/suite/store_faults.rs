@@ -195,3 +195,28 @@ async fn doctor_says_the_database_is_damaged_and_lists_the_one_moved_aside_witho
     );
     assert_eq!(std::fs::read(data.join("tinycode.db")).unwrap(), b"not a database at all, just text");
 }
+
+#[tokio::test]
+async fn a_database_that_cannot_be_opened_at_all_is_told_on_every_session() {
+    let root = tempfile::tempdir().unwrap();
+    let blocked = root.path().join("a-file");
+    std::fs::write(&blocked, "not a directory").unwrap();
+    let h = Setup::new(vec![answer(&["Unsaved."])])
+        .env("TINYCODE_DATA_DIR", Some(&blocked.join("data").display().to_string()))
+        .start()
+        .await;
+    let session = h.session().await;
+    let told = notices(&h, &session);
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(
+        told[0].starts_with(&format!(
+            "\n\n> **Sessions are not being saved**\n> cannot open the session database {}/data/tinycode.db: ",
+            blocked.display()
+        )),
+        "{}",
+        told[0]
+    );
+    assert!(told[0].ends_with(". This conversation lives only in this process.\n\n"), "{}", told[0]);
+    let another = h.session().await;
+    assert_eq!(notices(&h, &another).len(), 1);
+}

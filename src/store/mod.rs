@@ -194,7 +194,7 @@ fn connect(path: &Path, tuning: &Tuning) -> Result<(Connection, Option<Sidelined
     let judged = damage::identity(path);
     let error = match connect_once(path, tuning) {
         Ok(conn) => return Ok((conn, None)),
-        Err(e) if damage::is_damage(&e) => e,
+        Err(e) if damage::is_damage(&e) && tuning.sideline_damaged => e,
         Err(e) => return Err(failed(e.to_string())),
     };
     let reason = error.to_string();
@@ -569,6 +569,22 @@ mod tests {
         assert_eq!(std::fs::read(&sidelined.moved_to).unwrap(), vec![7u8; 4096]);
         assert_eq!(sidelined.reason, "file is not a database");
         assert_eq!(store.version().await.unwrap(), MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_command_that_only_reads_leaves_a_damaged_database_where_it_is_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tinycode.db");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        let reading = Tuning { sideline_damaged: false, ..Tuning::default() };
+        match Store::open_with(&path, reading) {
+            Err(StoreError::Open { path: named, message }) => {
+                assert_eq!((named, message.as_str()), (path.clone(), "file is not a database"))
+            }
+            other => panic!("{:?}", other.map(|s| s.path)),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 4096]);
+        assert_eq!(names(dir.path()), vec!["tinycode.db".to_string()]);
     }
 
     #[tokio::test]

@@ -118,6 +118,9 @@ pub struct Tuning {
     /// The first wait before held writes are tried again; it doubles up to `last_retry`.
     pub first_retry: Duration,
     pub last_retry: Duration,
+    /// Move a damaged database aside and start a fresh one (the agent); `false` leaves it and fails to open
+    /// (commands that only read it).
+    pub sideline_damaged: bool,
     pub fault: Option<Fault>,
 }
 
@@ -130,6 +133,7 @@ impl Default for Tuning {
             busy_timeout: super::BUSY_TIMEOUT,
             first_retry: Duration::from_millis(200),
             last_retry: Duration::from_secs(10),
+            sideline_damaged: true,
             fault: None,
         }
     }
@@ -342,6 +346,7 @@ mod tests {
             busy_timeout: Duration::from_millis(busy_ms),
             first_retry: Duration::from_millis(1),
             last_retry: Duration::from_millis(20),
+            sideline_damaged: true,
             fault,
         }
     }

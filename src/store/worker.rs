@@ -211,6 +211,10 @@ impl Worker {
             self.follow_fault();
             if self.retry_at.is_some_and(|at| at <= Instant::now()) {
                 self.retry();
+            } else if matches!(job, Job::Read(_)) && !self.held.0.is_empty() {
+                // What a read or an awaited write comes after goes in first when it can (a session deleted
+                // just after the database took writes again must not come back): one try, without waiting.
+                self.retry_waiting(Duration::ZERO);
             }
             match job {
                 Job::Read(read) => read(&mut self.conn, &self.held),
@@ -258,11 +262,16 @@ impl Worker {
 
     /// Try the held writes in order, until one fails for now.
     fn retry(&mut self) {
+        self.retry_waiting(self.tuning.retry_busy());
+    }
+
+    /// [`Worker::retry`], waiting at most `busy` for another process's lock.
+    fn retry_waiting(&mut self, busy: Duration) {
         if self.held.0.is_empty() {
             self.retry_at = None;
             return;
         }
-        let _ = self.conn.busy_timeout(self.tuning.retry_busy());
+        let _ = self.conn.busy_timeout(busy);
         let mut failure = None;
         while let Some(front) = self.held.0.front_mut() {
             match front.run(&mut self.conn) {
@@ -406,6 +415,24 @@ mod tests {
         let reopened = Store::open(&path).unwrap();
         assert_eq!(reopened.session("s").await.unwrap(), Some(SessionRow { updated_at: 5, ..row("s") }));
         assert_eq!(reopened.messages("s").await.unwrap(), vec![said("while locked", 5)]);
+    }
+
+    #[tokio::test]
+    async fn a_session_deleted_once_the_database_takes_writes_again_does_not_come_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let fault = Fault::default();
+        let tuning = Tuning { fault: Some(fault.clone()), ..Tuning::default() };
+        let store = Store::open_with(&dir.path().join("db"), tuning).unwrap();
+        fault.set(true);
+        store.create_session_later(row("s"));
+        store.append_later("s", "user", said("soon gone", 2).parts, 2);
+        assert_eq!(store.save_now().await.held, 2);
+        fault.set(false);
+        // Before the next retry is due.
+        assert!(store.delete_session("s").await.unwrap(), "the held session was written first");
+        assert_eq!(store.save_now().await, Health::default());
+        assert_eq!(store.session("s").await.unwrap(), None);
+        assert_eq!(store.messages("s").await.unwrap(), vec![]);
     }
 
     #[tokio::test]

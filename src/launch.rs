@@ -254,7 +254,9 @@ fn start_stdio() -> Result<Stdio, Exit> {
         say(WAITING);
     }
     // The session database opens on its own thread from now on, beside the rest of the start.
-    let store = crate::store::Store::open_in_background(crate::store::database_path(&sources.data_dir()));
+    let tuning = crate::store::Tuning::from_var(sources.var(crate::store::BUSY_TIMEOUT_VAR));
+    let store =
+        crate::store::Store::open_in_background(crate::store::database_path(&sources.data_dir()), tuning);
     match transport {
         Ok(transport) => {
             let started = acp::Started { early: transport.handover(), store: Some(store) };

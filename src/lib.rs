@@ -35,7 +35,7 @@
 //! | `private`    | the modes of tinycode's own files: the data folder 0700, what it keeps there 0600, an open data folder closed when the store opens |
 //! | `permission` | categories, rules, per-mode rulesets, the plan-mode guard, protected paths, remembered rules per project, the `Approver` seam |
 //! | `bus`        | the in-process event bus |
-//! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread |
+//! | `store`      | the SQLite database: schema, migrations, and every SQL statement, run on one worker thread (writes it refuses held and retried in order; a damaged file moved aside) |
 //! | `config`     | environment and config files, the providers and their key binding (`providers`), project trust (which project settings need it, the user's trust record), writing the user's file on sign-in (`user`), subagents defined in config files (`agents`) |
 //! | `setup`      | the terminal commands `tinycode setup` (choose a provider, enter and check its key, save it) and `tinycode doctor` |
 //! | `clock`      | wall-clock times as stored (milliseconds) and as shown (ISO 8601) |

@@ -65,7 +65,8 @@ pub fn tighten(path: &Path) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     let want = match meta.file_type() {
         t if t.is_dir() && meta.mode() & 0o1002 == 0 => DIR_MODE,
-        t if t.is_file() => FILE_MODE,
+        // Group and others lose their bits; the owner keeps theirs (a database the user made read-only stays so).
+        t if t.is_file() => meta.mode() & 0o700,
         _ => return Ok(()),
     };
     if meta.uid() != euid() || meta.mode() & 0o777 == want {

@@ -353,14 +353,25 @@ fn wants_steering(request: &acp::PromptRequest) -> bool {
     extension.and_then(|e| e.get("steer")).and_then(Value::as_bool) == Some(true)
 }
 
-/// The answer to a prompt; a steering message delivered into the running turn says so in `_meta.tinycode`.
+/// The answer to a prompt; `_meta.tinycode` says when a steering message was delivered into the running turn,
+/// and what the database had not taken yet (`unsaved`), so the answer never claims everything was kept.
 fn prompt_response(answer: crate::session::Answer) -> acp::PromptResponse {
     let response = acp::PromptResponse::new(convert::stop_reason(answer.stop));
-    if !answer.steered {
+    let mut extension = serde_json::Map::new();
+    if answer.steered {
+        extension.insert("steered".into(), Value::Bool(true));
+    }
+    if let Some(unsaved) = answer.unsaved {
+        extension.insert(
+            "unsaved".into(),
+            serde_json::json!({"items": unsaved.items, "database": unsaved.database}),
+        );
+    }
+    if extension.is_empty() {
         return response;
     }
     let mut meta = acp::Meta::new();
-    meta.insert(super::META_KEY.to_string(), serde_json::json!({"steered": true}));
+    meta.insert(super::META_KEY.to_string(), Value::Object(extension));
     response.meta(meta)
 }
 

@@ -22,7 +22,8 @@ pub const REPLAY_OUTPUT_BYTES: usize = 16 * 1024;
 /// Diffs larger than this (old plus new) are replayed as a note instead.
 pub const REPLAY_DIFF_BYTES: usize = 512 * 1024;
 
-/// Writes a session's events to the store. Failures are logged, never fatal: the turn goes on.
+/// Writes a session's events to the store. Never fatal: a write the database refuses is held by the store and
+/// retried in order (the session tells the user at the end of the turn); the turn goes on.
 #[derive(Clone)]
 pub struct Journal {
     store: Store,

@@ -23,12 +23,14 @@ pub struct Listed {
     pub agent: Option<String>,
 }
 
-/// Open the database at `path` if it exists (`None` when nothing was ever stored there).
+/// Open the database at `path` if it exists (`None` when nothing was ever stored there). A damaged one is an
+/// error and stays where it is: only the agent moves it aside.
 pub fn open_existing(path: &Path) -> Result<Option<Store>, StoreError> {
     if !path.exists() {
         return Ok(None);
     }
-    Store::open(path).map(Some)
+    let reading = crate::store::Tuning { sideline_damaged: false, ..crate::store::Tuning::default() };
+    Store::open_with(path, reading).map(Some)
 }
 
 /// Up to `limit` sessions, newest first, of `cwd` (every project when `None`). Sessions never prompted are

@@ -94,6 +94,10 @@ pub struct Manager {
     store: tokio::sync::OnceCell<Result<Store, StoreError>>,
     /// The database being opened since start-up, until [`Manager::store`] takes it.
     opening: Mutex<Option<crate::store::Opening>>,
+    /// A test seam: makes the store's writes fail while set.
+    store_fault: Option<crate::store::Fault>,
+    /// The user was told that a damaged database was moved aside (once, on the first session).
+    told_sidelined: std::sync::atomic::AtomicBool,
     /// Model ids by provider, fetched from `GET /models`.
     catalogue: Arc<Catalogue>,
     /// Which projects the user trusts to configure the agent, and this process's answers.
@@ -148,6 +152,8 @@ impl Manager {
             sessions: Mutex::new(HashMap::new()),
             store: tokio::sync::OnceCell::new(),
             opening: Mutex::new(None),
+            store_fault: None,
+            told_sidelined: std::sync::atomic::AtomicBool::new(false),
             catalogue: Arc::new(Catalogue::default()),
             projects: tokio::sync::Mutex::new(HashMap::new()),
             scheduler: Arc::new(Scheduler::new(Clock::System, Zone::Local)),
@@ -168,6 +174,19 @@ impl Manager {
     pub fn with_clock(mut self, clock: Clock, zone: Zone) -> Self {
         self.scheduler = Arc::new(Scheduler::new(clock, zone));
         self
+    }
+
+    /// Make the store's writes fail while `fault` is set (tests: a read-only database that recovers).
+    pub fn with_store_fault(mut self, fault: crate::store::Fault) -> Self {
+        self.store_fault = Some(fault);
+        self
+    }
+
+    /// How the store waits for locks (`TINYCODE_DB_BUSY_TIMEOUT_MS`) and retries, with the test seam.
+    pub fn store_tuning(&self) -> crate::store::Tuning {
+        let mut tuning = crate::store::Tuning::from_var(self.sources.var(crate::store::BUSY_TIMEOUT_VAR));
+        tuning.fault = self.store_fault.clone();
+        tuning
     }
 
     /// Never ask the user to trust a project: its settings that need trust stay ignored.
@@ -224,13 +243,14 @@ impl Manager {
     /// a blocking thread).
     pub async fn store(&self) -> Result<Store, StoreError> {
         let path = self.database_path();
+        let tuning = self.store_tuning();
         self.store
             .get_or_init(|| {
                 let opening = lock(&self.opening).take();
                 async move {
                     let store = match opening {
                         Some(opening) => opening.store().await,
-                        None => tokio::task::spawn_blocking(move || Store::open(&path))
+                        None => tokio::task::spawn_blocking(move || Store::open_with(&path, tuning))
                             .await
                             .unwrap_or(Err(StoreError::Closed)),
                     }?;
@@ -298,8 +318,9 @@ impl Manager {
     ) -> Arc<Session> {
         let Loaded { config, untrusted } = loaded;
         let cwd = Path::new(&row.cwd).to_path_buf();
-        let store =
-            self.store().await.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
+        let store = self.store().await;
+        let told = self.store_notice(&store);
+        let store = store.map_err(|e| tracing::error!(error = %e, "sessions will not be saved")).ok();
         // Listing and reading agent files, skills and commands is blocking file I/O: never on the async runtime
         // (one blocking thread for all of it). The project's remembered rules are read from the store meanwhile.
         let (home, root) = (self.sources.user_config_home.clone(), cwd.clone());
@@ -350,6 +371,7 @@ impl Manager {
             announced: std::sync::atomic::AtomicBool::new(false),
             pending_notices: Mutex::new(Vec::new()),
             reported: Mutex::new(std::collections::HashSet::new()),
+            told: Default::default(),
             files: Arc::new({
                 let files = Files::new(
                     seams.roots(&cwd),
@@ -427,7 +449,37 @@ impl Manager {
         }
         session.watch_models();
         session.watch_todos();
+        if let Some((title, description)) = told {
+            session.notice(title, description);
+        }
         session
+    }
+
+    /// What a new session must tell the user about the database: that it could not be opened (every time), or
+    /// that a damaged one was moved aside (on the first session only).
+    fn store_notice(&self, store: &Result<Store, StoreError>) -> Option<(String, String)> {
+        let store = match store {
+            Ok(store) => store,
+            Err(e) => {
+                return Some((
+                    "Sessions are not being saved".into(),
+                    format!("{e}. This conversation lives only in this process."),
+                ));
+            }
+        };
+        let sidelined = store.health().sidelined?;
+        if self.told_sidelined.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return None;
+        }
+        Some((
+            "The session database was damaged".into(),
+            format!(
+                "{} could not be read ({}). It was moved, unchanged, to {} so you can recover it; tinycode carries on with a fresh database.",
+                sidelined.damaged.display(),
+                sidelined.reason,
+                sidelined.moved_to.display()
+            ),
+        ))
     }
 
     /// Create a session rooted at the absolute directory `cwd`. `seams` builds the editor seams for its id.
@@ -452,14 +504,7 @@ impl Manager {
         let id = row.id.clone();
         self.serve(&row.cwd).await;
         if let Ok(store) = self.store().await {
-            let saved = row.clone();
-            store.submit("the new session", move |c| {
-                c.execute(
-                    "INSERT INTO sessions (id, cwd, title, mode, model, thought_level, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    rusqlite::params![saved.id, saved.cwd, saved.title, saved.mode, saved.model, saved.thought_level, saved.created_at, saved.updated_at],
-                )
-                .map(|_| ())
-            });
+            store.create_session_later(row.clone());
         }
         self.assemble(&row, prepared.loaded, Conversation::default(), mcp_servers, seams(&id)).await
     }
@@ -660,10 +705,18 @@ impl Manager {
         futures::future::join_all(sessions.iter().map(|s| s.stop_servers())).await;
         futures::future::join_all(sessions.iter().map(|s| s.shutdown())).await;
         // Everything saved, and the database's log folded in: the process exits without closing the database.
-        if let Some(Ok(store)) = self.store.get()
-            && let Err(e) = store.checkpoint().await
-        {
-            tracing::error!(error = %e, "could not finish saving");
+        if let Some(Ok(store)) = self.store.get() {
+            let health = store.save_now().await;
+            if health.held > 0 {
+                let why = health.failure.unwrap_or_default();
+                tracing::error!(
+                    items = health.held,
+                    "the session database never took these writes ({why}): lost"
+                );
+            }
+            if let Err(e) = store.checkpoint().await {
+                tracing::error!(error = %e, "could not finish saving");
+            }
         }
     }
 }

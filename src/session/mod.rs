@@ -18,6 +18,7 @@ pub mod models;
 pub mod prepared;
 pub mod queue;
 pub mod relay;
+pub mod saving;
 pub mod settings;
 mod slash;
 pub mod subagents;
@@ -135,6 +136,8 @@ pub struct Session {
     /// Notices held until the editor knows the session, and problems already reported (each once).
     pending_notices: Mutex<Vec<(String, String)>>,
     reported: Mutex<std::collections::HashSet<String>>,
+    /// What the user was told about saving.
+    told: saving::Told,
     perms: Arc<permission::Service>,
     files: Arc<Files>,
     tasks: Arc<Tasks>,

@@ -463,6 +463,7 @@ impl Session {
             announced: std::sync::atomic::AtomicBool::new(false),
             pending_notices: Mutex::new(Vec::new()),
             reported: Mutex::new(std::collections::HashSet::new()),
+            told: Default::default(),
         });
         child.enable_subagents();
         let job = Arc::new(Job {

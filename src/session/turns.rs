@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use super::queue::Fate;
+use super::saving::Unsaved;
 use super::settings::{Mode, Settings};
 use crate::agent::event::CompactionStatus;
 use crate::agent::journal::Journal;
@@ -20,16 +21,18 @@ use crate::llm::{ModelClient, UserPart};
 use crate::lsp;
 
 /// How a prompt ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
     pub stop: StopReason,
     /// It was a steering message, delivered into the running turn (which goes on).
     pub steered: bool,
+    /// What the database had not taken by then (the user was told).
+    pub unsaved: Option<Unsaved>,
 }
 
 impl Answer {
     fn ended(stop: StopReason) -> Self {
-        Self { stop, steered: false }
+        Self { stop, steered: false, unsaved: None }
     }
 }
 
@@ -67,8 +70,19 @@ impl Session {
 
     /// Run one prompt. While a turn runs, the prompt waits for it (and the user is told); a steering message
     /// (`steer`, or `/steer TEXT`) goes into the running turn instead. `blocks` is the prompt as the editor sent
-    /// it, kept for replay.
+    /// it, kept for replay. Before it is answered, the user is told what could not be saved.
     pub async fn submit(
+        &self,
+        input: Vec<UserPart>,
+        blocks: Value,
+        steer: bool,
+    ) -> Result<Answer, TurnError> {
+        let answer = self.run_prompt(input, blocks, steer).await;
+        let unsaved = self.report_saving().await;
+        answer.map(|answer| Answer { unsaved, ..answer })
+    }
+
+    async fn run_prompt(
         &self,
         input: Vec<UserPart>,
         blocks: Value,
@@ -98,7 +112,7 @@ impl Session {
         });
         self.control.wake(STEERED);
         match fate.await {
-            Ok(Fate::Delivered) => Ok(Answer { stop: StopReason::EndTurn, steered: true }),
+            Ok(Fate::Delivered) => Ok(Answer { stop: StopReason::EndTurn, steered: true, unsaved: None }),
             Ok(Fate::Missed(steer)) => self.queued(steer.parts, steer.blocks, false).await.map(Answer::ended),
             Ok(Fate::Cancelled) | Err(_) => Ok(Answer::ended(StopReason::Cancelled)),
         }

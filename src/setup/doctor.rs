@@ -1,8 +1,9 @@
 //! `tinycode doctor`: prints the effective configuration (every provider with its kind, URL, key (redacted) and
 //! where each came from; the default model and what the catalogue knows of it; settings that were ignored), then
-//! checks every provider with a real request (its model list) and explains each failure as a turn would.
+//! checks every provider with a real request (its model list) and explains each failure as a turn would, and
+//! says how the session database is (whole, damaged, read-only, locked; damaged ones moved aside).
 //!
-//! Owns the report. Loading belongs to `config`, the checks to `llm`.
+//! Owns the report. Loading belongs to `config`, the checks to `llm`, the database inspection to `store`.
 
 use std::io::Write;
 use std::path::Path;
@@ -82,8 +83,9 @@ pub async fn report(sources: &Sources, cwd: &Path, targets: &[detect::Target]) -
     for note in &config.notes {
         text.push_str(&format!("  note: {note}\n"));
     }
+    let (database, mut healthy) = database_lines(sources).await;
+    text.push_str(&database);
     text.push_str("\nChecks (each provider's model list):\n");
-    let mut healthy = true;
     for provider in &config.providers {
         let endpoint = router::endpoint(provider, &config);
         let result = match endpoint.check() {
@@ -109,6 +111,34 @@ pub async fn report(sources: &Sources, cwd: &Path, targets: &[detect::Target]) -
     }
     text.push_str(&format!("\n{}\n", catalogue::CREDIT));
     (text, healthy)
+}
+
+/// The session database's state, and whether it is usable.
+async fn database_lines(sources: &Sources) -> (String, bool) {
+    use crate::store::inspect::{State, inspect};
+    let path = crate::store::database_path(&sources.data_dir());
+    let busy = crate::store::Tuning::from_var(sources.var(crate::store::BUSY_TIMEOUT_VAR)).busy_timeout;
+    let found = match tokio::task::spawn_blocking(move || inspect(&path, busy)).await {
+        Ok(found) => found,
+        Err(e) => return (format!("\nSession database: could not be inspected ({e})\n"), false),
+    };
+    let (state, usable) = match &found.state {
+        State::Missing => ("not created yet (no session stored)".to_string(), true),
+        State::Ok => ("OK".to_string(), true),
+        State::Damaged(why) => {
+            (format!("DAMAGED ({why}): the agent moves it aside, unchanged, and starts a fresh one"), false)
+        }
+        State::ReadOnly(why) => {
+            (format!("READ-ONLY ({why}): sessions are kept in memory until it takes writes"), false)
+        }
+        State::Locked => ("LOCKED by another process: writes wait for it".to_string(), true),
+        State::Unreadable(why) => (format!("CANNOT BE OPENED ({why})"), false),
+    };
+    let mut text = format!("\nSession database:\n  {}: {state}\n", found.path.display());
+    for aside in &found.sidelined {
+        text.push_str(&format!("  damaged, moved aside: {}\n", aside.display()));
+    }
+    (text, usable)
 }
 
 /// `tinycode doctor [--cwd DIR]`. Returns the exit code.

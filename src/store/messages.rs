@@ -31,13 +31,12 @@ fn write_todos(
 }
 
 /// Insert one message with its parts in a transaction, and bump the session's activity time.
-fn insert(
+pub(super) fn insert(
     c: &mut rusqlite::Connection,
     session: &str,
-    role: &str,
-    parts: &[(String, Value)],
-    at: i64,
+    message: &StoredMessage,
 ) -> rusqlite::Result<()> {
+    let StoredMessage { role, parts, created_at: at } = message;
     let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
     let seq: i64 = tx.query_row(
         "SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?1",
@@ -68,26 +67,28 @@ impl Store {
         parts: Vec<(String, Value)>,
         at: i64,
     ) -> Result<(), StoreError> {
-        let (session, role) = (session.to_string(), role.to_string());
-        self.call(move |c| insert(c, &session, &role, &parts, at)).await
+        let (session, message) =
+            (session.to_string(), StoredMessage { role: role.to_string(), parts, created_at: at });
+        self.call(move |c| insert(c, &session, &message)).await
     }
 
-    /// [`Store::append`] without waiting: queued now, written in order.
+    /// [`Store::append`] without waiting: queued now, written in order (held, and still read back by
+    /// [`Store::messages`], while the database refuses writes).
     pub fn append_later(&self, session: &str, role: &str, parts: Vec<(String, Value)>, at: i64) {
-        let (session, role) = (session.to_string(), role.to_string());
-        self.submit("the conversation", move |c| insert(c, &session, &role, &parts, at));
+        let message = StoredMessage { role: role.to_string(), parts, created_at: at };
+        self.write_later("the conversation", super::Kind::Message { session: session.to_string(), message });
     }
 
-    /// Every message of a session, oldest first.
+    /// Every message of a session, oldest first (those still held in memory last).
     pub async fn messages(&self, session: &str) -> Result<Vec<StoredMessage>, StoreError> {
         let session = session.to_string();
-        self.call(move |c| {
+        self.seeing_held(move |c, held| {
             let mut statement = c.prepare_cached(
                 "SELECT m.id, m.role, m.created_at, p.kind, p.data FROM messages m LEFT JOIN parts p ON p.message_id = m.id WHERE m.session_id = ?1 ORDER BY m.seq, p.seq",
             )?;
             let mut out: Vec<StoredMessage> = Vec::new();
             let mut last: Option<i64> = None;
-            let mut rows = statement.query([session])?;
+            let mut rows = statement.query([&session])?;
             while let Some(r) = rows.next()? {
                 let id: i64 = r.get(0)?;
                 if last != Some(id) {
@@ -100,6 +101,7 @@ impl Store {
                     message.parts.push((kind, serde_json::from_str(&data).unwrap_or(Value::Null)));
                 }
             }
+            out.extend(held.messages(&session).cloned());
             Ok(out)
         })
         .await

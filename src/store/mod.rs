@@ -2,14 +2,22 @@
 //! remembered permission rules, token usage, checkpoints (what each turn changed) and durable scheduled jobs. WAL mode and a busy timeout let several tinycode processes
 //! (several editor windows) share the file; ordered migrations are tracked in `PRAGMA user_version`.
 //!
-//! All SQL runs on one dedicated thread per process; callers await the result, so blocking never happens on
-//! the async runtime. Owns the schema and the SQL. Must not know about ACP or the turn loop.
+//! All SQL runs on one dedicated thread per process (`worker`); callers await the result, so blocking never
+//! happens on the async runtime. A write the database refuses for now is held and retried there, in order; a
+//! damaged file found at start is moved aside (`damage`) and a fresh database takes its place.
+//! Owns the schema and the SQL. Must not know about ACP or the turn loop.
 
 pub mod checkpoints;
+pub mod damage;
+pub mod inspect;
 pub mod jobs;
 pub mod messages;
 pub mod rules;
 pub mod sessions;
+mod worker;
+
+pub use worker::{BUSY_TIMEOUT_VAR, Fault, Health, Sidelined, Tuning};
+use worker::{Job, Kind, Worker, Write};
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -18,7 +26,8 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 /// Why a store operation failed. Handled by the session layer: a failure to open ends the request with an
-/// error naming the database; failures while saving are logged and reported, and the turn goes on.
+/// error naming the database (and tells the editor its sessions are not saved); a write the database refuses
+/// is held and retried by the worker, and the session tells the editor at the end of the turn.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open the session database {path}: {message}")]
@@ -151,28 +160,34 @@ CREATE INDEX job_reports_by_session ON job_reports (session_id, id);
 "#,
 ];
 
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
 /// A handle to the database thread. Cheap to clone; the thread ends when the last handle is dropped.
 #[derive(Clone)]
 pub struct Store {
     jobs: mpsc::Sender<Job>,
     pub path: PathBuf,
+    health: tokio::sync::watch::Receiver<Health>,
 }
 
-fn configure(conn: &mut Connection) -> Result<(), rusqlite::Error> {
-    conn.busy_timeout(BUSY_TIMEOUT)?;
+fn configure(conn: &mut Connection, busy_timeout: Duration) -> Result<(), rusqlite::Error> {
+    conn.busy_timeout(busy_timeout)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     // SQLite's page cache (2 MB by default) grew with every message written and stayed: the agent's memory rose
     // with each long answer. 256 KiB holds what a turn touches; the rest is in the system's file cache.
     conn.pragma_update(None, "cache_size", -256)?;
+    damage::check_whole(conn)?;
     migrate(conn)
 }
 
-/// Apply the migrations the database has not seen, each in its own transaction.
+/// Apply the migrations the database has not seen, each in its own transaction. A database already up to date
+/// is not written to (so one another process holds locked, or one that refuses writes, still opens for reading,
+/// its writes held until it takes them).
 fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+    if version as usize >= MIGRATIONS.len() {
+        return Ok(());
+    }
     loop {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let version: i64 = tx.query_row("PRAGMA user_version", [], |row| row.get(0))?;
@@ -183,26 +198,52 @@ fn migrate(conn: &mut Connection) -> Result<(), rusqlite::Error> {
     }
 }
 
-/// Open (creating if needed) and configure the database at `path`.
-fn connect(path: &Path) -> Result<Connection, StoreError> {
+/// Open (creating if needed) and configure the database at `path`. A damaged file there is moved aside and a
+/// fresh database made in its place (said on stderr, and returned for the editor).
+fn connect(path: &Path, tuning: &Tuning) -> Result<(Connection, Option<Sidelined>), StoreError> {
     let failed = |message: String| StoreError::Open { path: path.to_path_buf(), message };
     // The database holds every prompt and every file read: the folder and the file are the user's alone.
     if let Some(dir) = path.parent() {
         crate::private::secure_data_dir(dir).map_err(|e| failed(e.to_string()))?;
     }
-    crate::private::touch(path).map_err(|e| failed(e.to_string()))?;
-    let mut conn = Connection::open(path).map_err(|e| failed(e.to_string()))?;
+    let private = |path: &Path| crate::private::touch(path).map_err(|e| failed(e.to_string()));
+    private(path)?;
+    let judged = damage::identity(path);
+    let error = match connect_once(path, tuning) {
+        Ok(conn) => return Ok((conn, None)),
+        Err(e) if damage::is_damage(&e) && tuning.sideline_damaged => e,
+        Err(e) => return Err(failed(e.to_string())),
+    };
+    let reason = error.to_string();
+    let moved = damage::sideline(path, judged).map_err(|e| {
+        failed(format!("{reason}; it could not be moved aside ({e}), so it was left as it is"))
+    })?;
+    private(path)?;
+    let conn = connect_once(path, tuning).map_err(|e| failed(e.to_string()))?;
+    let sidelined = moved.map(|moved_to| {
+        tracing::error!(
+            "the session database {} is damaged ({reason}): moved, unchanged, to {}; starting a fresh one",
+            path.display(),
+            moved_to.display()
+        );
+        Sidelined { damaged: path.to_path_buf(), moved_to, reason }
+    });
+    Ok((conn, sidelined))
+}
+
+fn connect_once(path: &Path, tuning: &Tuning) -> Result<Connection, rusqlite::Error> {
+    let mut conn = Connection::open(path)?;
     let mut waited = Duration::ZERO;
     loop {
-        match configure(&mut conn) {
+        match configure(&mut conn, tuning.busy_timeout) {
             Ok(()) => return Ok(conn),
             // Two agents making a new database at once both want it whole to switch it to WAL; SQLite then fails
             // one of them at once rather than wait (it would deadlock). The other is done within milliseconds.
-            Err(e) if is_busy(&e) && waited < BUSY_TIMEOUT => {
+            Err(e) if is_busy(&e) && waited < tuning.busy_timeout => {
                 std::thread::sleep(OPEN_RETRY);
                 waited += OPEN_RETRY;
             }
-            Err(e) => return Err(failed(e.to_string())),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -217,13 +258,6 @@ fn is_busy(error: &rusqlite::Error) -> bool {
     )
 }
 
-/// Run the jobs queued for `conn`, in order, until every [`Store`] handle is gone.
-fn run_jobs(mut conn: Connection, queue: mpsc::Receiver<Job>) {
-    while let Ok(job) = queue.recv() {
-        job(&mut conn);
-    }
-}
-
 /// A database being opened on its own thread ([`Store::open_in_background`]).
 pub struct Opening(tokio::sync::oneshot::Receiver<Result<Store, StoreError>>);
 
@@ -234,32 +268,51 @@ impl Opening {
     }
 }
 
+/// A store for the opened `conn`, and the worker that will run its jobs.
+fn started(
+    path: &Path,
+    conn: Connection,
+    sidelined: Option<Sidelined>,
+    tuning: Tuning,
+) -> (Store, Worker, mpsc::Receiver<Job>) {
+    let (jobs, queue) = mpsc::channel::<Job>();
+    let (health, watch) = tokio::sync::watch::channel(Health { sidelined, ..Health::default() });
+    (Store { jobs, path: path.to_path_buf(), health: watch }, Worker::new(conn, tuning, health), queue)
+}
+
 impl Store {
     /// Open (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
-        let conn = connect(path)?;
-        let (jobs, queue) = mpsc::channel::<Job>();
+        Self::open_with(path, Tuning::default())
+    }
+
+    /// [`Store::open`] with these waits (and, in tests, a fault switch).
+    pub fn open_with(path: &Path, tuning: Tuning) -> Result<Store, StoreError> {
+        let (conn, sidelined) = connect(path, &tuning)?;
+        let (store, worker, queue) = started(path, conn, sidelined, tuning);
         std::thread::Builder::new()
             .name("tinycode-store".into())
-            .spawn(move || run_jobs(conn, queue))
+            .spawn(move || worker.run(queue))
             .map_err(|e| StoreError::Open { path: path.to_path_buf(), message: e.to_string() })?;
-        Ok(Store { jobs, path: path.to_path_buf() })
+        Ok(store)
     }
 
     /// Start opening the database at `path` on the thread that will run its jobs, and return at once: the
     /// agent opens it beside its own start instead of when the first session needs it.
-    pub fn open_in_background(path: PathBuf) -> Opening {
+    pub fn open_in_background(path: PathBuf, tuning: Tuning) -> Opening {
         let (opened, opening) = tokio::sync::oneshot::channel();
         let thread = path.clone();
         let spawned =
-            std::thread::Builder::new().name("tinycode-store".into()).spawn(move || match connect(&thread) {
-                Ok(conn) => {
-                    let (jobs, queue) = mpsc::channel::<Job>();
-                    let _ = opened.send(Ok(Store { jobs, path: thread }));
-                    run_jobs(conn, queue);
-                }
-                Err(e) => {
-                    let _ = opened.send(Err(e));
+            std::thread::Builder::new().name("tinycode-store".into()).spawn(move || {
+                match connect(&thread, &tuning) {
+                    Ok((conn, sidelined)) => {
+                        let (store, worker, queue) = started(&thread, conn, sidelined, tuning);
+                        let _ = opened.send(Ok(store));
+                        worker.run(queue);
+                    }
+                    Err(e) => {
+                        let _ = opened.send(Err(e));
+                    }
                 }
             });
         match spawned {
@@ -270,6 +323,25 @@ impl Store {
                 Opening(opening)
             }
         }
+    }
+
+    /// How the database is doing: writes held in memory, the last failure, a damaged file moved aside.
+    pub fn health(&self) -> Health {
+        self.health.borrow().clone()
+    }
+
+    /// Follow [`Store::health`] as it changes.
+    pub fn watch_health(&self) -> tokio::sync::watch::Receiver<Health> {
+        self.health.clone()
+    }
+
+    /// Try the held writes now (after everything queued so far), and say how the database is doing then.
+    pub async fn save_now(&self) -> Health {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if self.jobs.send(Job::SaveNow(reply)).is_err() {
+            return self.health();
+        }
+        answer.await.unwrap_or_else(|_| self.health())
     }
 
     /// Run `work` on the database thread.
@@ -286,10 +358,18 @@ impl Store {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, rusqlite::Error> + Send + 'static,
     ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
+        self.seeing_held(move |conn, _| work(conn))
+    }
+
+    /// [`Store::queue`] for a read that also sees the sessions and messages still held in memory.
+    fn seeing_held<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection, &worker::Held) -> Result<T, rusqlite::Error> + Send + 'static,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + 'static {
         let (reply, answer) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = reply.send(work(conn).map_err(StoreError::from));
-        });
+        let job = Job::Read(Box::new(move |conn, held| {
+            let _ = reply.send(work(conn, held).map_err(StoreError::from));
+        }));
         let sent = self.jobs.send(job).map_err(|_| StoreError::Closed);
         async move {
             sent?;
@@ -297,19 +377,20 @@ impl Store {
         }
     }
 
-    /// Queue `work` without waiting for it. Jobs run in the order they were queued, so writes queued one after
-    /// another (even from synchronous code) land in that order. Errors are logged.
+    /// Queue the write `work` without waiting for it. Writes run in the order they were queued, so writes queued
+    /// one after another (even from synchronous code) land in that order; one the database refuses for now is
+    /// held with every later one and tried again (so `work` may run more than once: one statement or one
+    /// transaction). Errors are logged; [`Store::health`] says what is held.
     pub fn submit(
         &self,
         what: &'static str,
-        work: impl FnOnce(&mut Connection) -> Result<(), rusqlite::Error> + Send + 'static,
+        work: impl FnMut(&mut Connection) -> Result<(), rusqlite::Error> + Send + 'static,
     ) {
-        let job: Job = Box::new(move |conn| {
-            if let Err(e) = work(conn) {
-                tracing::error!(error = %e, "could not save {what}");
-            }
-        });
-        if self.jobs.send(job).is_err() {
+        self.write_later(what, Kind::Other(Box::new(work)));
+    }
+
+    fn write_later(&self, what: &'static str, kind: Kind) {
+        if self.jobs.send(Job::Write(Write { what, kind })).is_err() {
             tracing::error!("could not save {what}: the session database is closed");
         }
     }
@@ -325,9 +406,11 @@ impl Store {
     /// while another agent reads the database the log stays as it is, and this does not wait for it.
     pub async fn checkpoint(&self) -> Result<(), StoreError> {
         self.call(|conn| {
+            let busy: i64 = conn.query_row("PRAGMA busy_timeout", [], |row| row.get(0))?;
+            let busy = Duration::from_millis(busy.max(0) as u64);
             conn.busy_timeout(Duration::ZERO)?;
             let folded = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-            conn.busy_timeout(BUSY_TIMEOUT)?;
+            conn.busy_timeout(busy)?;
             folded
         })
         .await
@@ -354,6 +437,27 @@ mod tests {
         let mode: String =
             second.call(|c| c.query_row("PRAGMA journal_mode", [], |r| r.get(0))).await.unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn a_database_another_process_holds_locked_at_start_opens_and_its_writes_wait_for_the_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tinycode.db");
+        drop(Store::open(&path).unwrap());
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let tuning = Tuning { busy_timeout: Duration::from_millis(20), ..Tuning::default() };
+        let store = Store::open_with(&path, tuning).unwrap();
+        store.submit("a rule", |c| {
+            c.execute_batch("INSERT INTO permission_rules (project, permission, pattern, action, created_at) VALUES ('/p', 'shell', 'ls', 'allow', 1)")
+        });
+        let held = store.save_now().await;
+        assert_eq!((held.held, held.failure.as_deref()), (1, Some("database is locked")));
+        holder.execute_batch("ROLLBACK").unwrap();
+        assert_eq!(store.save_now().await, Health::default());
+        let rules =
+            store.call(|c| c.query_row("SELECT count(*) FROM permission_rules", [], |r| r.get::<_, i64>(0)));
+        assert_eq!(rules.await.unwrap(), 1);
     }
 
     #[tokio::test]
@@ -409,7 +513,7 @@ mod tests {
     async fn a_store_opened_in_the_background_is_migrated_and_runs_jobs_in_the_order_queued() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested/tinycode.db");
-        let store = Store::open_in_background(path.clone()).store().await.unwrap();
+        let store = Store::open_in_background(path.clone(), Tuning::default()).store().await.unwrap();
         assert_eq!((store.path.clone(), store.version().await.unwrap()), (path, MIGRATIONS.len() as i64));
         let first = store.queue(|c| c.execute_batch("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)"));
         let second = store.queue(|c| c.query_row("SELECT n FROM t", [], |r| r.get::<_, i64>(0)));
@@ -422,7 +526,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("file"), "").unwrap();
         let path = dir.path().join("file/tinycode.db");
-        match Store::open_in_background(path.clone()).store().await {
+        match Store::open_in_background(path.clone(), Tuning::default()).store().await {
             Err(StoreError::Open { path: named, .. }) => assert_eq!(named, path),
             other => panic!("{:?}", other.map(|s| s.path)),
         }
@@ -436,14 +540,100 @@ mod tests {
         assert_eq!(pages, -256, "256 KiB");
     }
 
-    #[tokio::test]
-    async fn a_file_that_is_not_a_database_is_an_open_error_naming_it() {
+    /// The names of the files in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Open `path` after `damage` was done to it: it must be moved aside byte for byte, for `reason`.
+    async fn sidelined_after(damage: impl FnOnce(&Path), reason: &str) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("garbage.db");
+        let path = dir.path().join("tinycode.db");
+        // Closed before the damage (the last connection to close folds the log in and removes it).
+        let old = Connection::open(&path).unwrap();
+        old.pragma_update(None, "journal_mode", "WAL").unwrap();
+        old.execute_batch("CREATE TABLE t (n TEXT); INSERT INTO t VALUES (hex(randomblob(20000)))").unwrap();
+        old.close().unwrap();
+        damage(&path);
+        let damaged = std::fs::read(&path).unwrap();
+        let store = Store::open(&path).unwrap();
+        let sidelined = store.health().sidelined.unwrap();
+        assert_eq!(sidelined.damaged, path);
+        assert!(sidelined.reason.starts_with(reason), "{}", sidelined.reason);
+        assert_eq!(std::fs::read(&sidelined.moved_to).unwrap(), damaged, "moved unchanged");
+        assert_eq!(store.version().await.unwrap(), MIGRATIONS.len() as i64, "a fresh database");
+        drop(store);
+        // The next start finds the fresh one whole and moves nothing.
+        assert_eq!(Store::open(&path).unwrap().health().sidelined, None);
+        let aside = sidelined.moved_to.file_name().unwrap().to_string_lossy().into_owned();
+        // Besides their logs (which come and go with connections): the damaged file and the fresh one.
+        let databases: Vec<String> =
+            names(dir.path()).into_iter().filter(|n| !n.ends_with("-wal") && !n.ends_with("-shm")).collect();
+        assert_eq!(databases, vec![aside, "tinycode.db".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_a_database_is_moved_aside_unchanged_and_a_fresh_one_takes_its_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tinycode.db");
         std::fs::write(&path, vec![7u8; 4096]).unwrap();
-        match Store::open(&path) {
-            Err(StoreError::Open { path: named, .. }) => assert_eq!(named, path),
+        let store = Store::open(&path).unwrap();
+        let sidelined = store.health().sidelined.unwrap();
+        assert_eq!(std::fs::read(&sidelined.moved_to).unwrap(), vec![7u8; 4096]);
+        assert_eq!(sidelined.reason, "file is not a database");
+        assert_eq!(store.version().await.unwrap(), MIGRATIONS.len() as i64);
+    }
+
+    #[test]
+    fn a_command_that_only_reads_leaves_a_damaged_database_where_it_is_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tinycode.db");
+        std::fs::write(&path, vec![7u8; 4096]).unwrap();
+        let reading = Tuning { sideline_damaged: false, ..Tuning::default() };
+        match Store::open_with(&path, reading) {
+            Err(StoreError::Open { path: named, message }) => {
+                assert_eq!((named, message.as_str()), (path.clone(), "file is not a database"))
+            }
             other => panic!("{:?}", other.map(|s| s.path)),
         }
+        assert_eq!(std::fs::read(&path).unwrap(), vec![7u8; 4096]);
+        assert_eq!(names(dir.path()), vec!["tinycode.db".to_string()]);
+    }
+
+    #[tokio::test]
+    async fn a_database_whose_header_was_overwritten_is_moved_aside() {
+        let overwrite = |path: &Path| {
+            let mut bytes = std::fs::read(path).unwrap();
+            bytes[..16].copy_from_slice(b"not sqlite here!");
+            std::fs::write(path, bytes).unwrap();
+        };
+        sidelined_after(overwrite, "file is not a database").await;
+    }
+
+    #[tokio::test]
+    async fn a_truncated_database_is_moved_aside() {
+        let truncate = |path: &Path| {
+            let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+            let length = file.metadata().unwrap().len();
+            file.set_len(length / 2).unwrap();
+        };
+        sidelined_after(truncate, "database disk image is malformed").await;
+    }
+
+    #[tokio::test]
+    async fn a_database_whose_schema_page_is_garbled_is_moved_aside() {
+        let garble = |path: &Path| {
+            let mut bytes = std::fs::read(path).unwrap();
+            for byte in &mut bytes[100..4096] {
+                *byte = 0xA5;
+            }
+            std::fs::write(path, bytes).unwrap();
+        };
+        sidelined_after(garble, "database disk image is malformed").await;
     }
 }

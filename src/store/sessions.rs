@@ -66,16 +66,24 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRow> {
 
 const COLUMNS: &str = "id, cwd, title, mode, model, thought_level, created_at, updated_at";
 
+/// Insert a session's row.
+pub(super) fn insert(c: &mut rusqlite::Connection, session: &SessionRow) -> rusqlite::Result<()> {
+    c.execute(
+        "INSERT INTO sessions (id, cwd, title, mode, model, thought_level, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        params![session.id, session.cwd, session.title, session.mode, session.model, session.thought_level, session.created_at, session.updated_at],
+    )
+    .map(|_| ())
+}
+
 impl Store {
     pub async fn create_session(&self, session: SessionRow) -> Result<(), StoreError> {
-        self.call(move |c| {
-            c.execute(
-                "INSERT INTO sessions (id, cwd, title, mode, model, thought_level, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![session.id, session.cwd, session.title, session.mode, session.model, session.thought_level, session.created_at, session.updated_at],
-            )
-            .map(|_| ())
-        })
-        .await
+        self.call(move |c| insert(c, &session)).await
+    }
+
+    /// Queue a new session's row (written before anything queued after it; held, and still found by
+    /// [`Store::session`], while the database refuses writes).
+    pub fn create_session_later(&self, session: SessionRow) {
+        self.write_later("the new session", super::Kind::Session(session));
     }
 
     /// Queue the row of a subagent's session (written before anything it journals later).
@@ -111,10 +119,14 @@ impl Store {
         .await
     }
 
+    /// A stored session, or one whose row is still held in memory.
     pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
         let id = id.to_string();
-        self.call(move |c| {
-            c.query_row(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"), [id], row).optional()
+        self.seeing_held(move |c, held| {
+            let stored = c
+                .query_row(&format!("SELECT {COLUMNS} FROM sessions WHERE id = ?1"), [&id], row)
+                .optional()?;
+            Ok(stored.or_else(|| held.session(&id)))
         })
         .await
     }

@@ -40,6 +40,7 @@ mod sessions;
 mod settings;
 mod setup;
 mod shell;
+mod store_faults;
 mod streams;
 mod subagent_sessions;
 mod subagents;

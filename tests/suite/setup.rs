@@ -192,10 +192,13 @@ async fn doctor_prints_the_configuration_with_the_key_redacted_and_explains_each
             "Configuration (environment, your config file, and the project's file when trusted):\n\
              \x20 custom: OpenAI-compatible (Chat Completions) at {}, key …9876 from TINYCODE_API_KEY [TINYCODE_* variables and top-level settings]\n\
              \x20 model: gpt-4.1 (context 1047576, output 32768, tools, images; from the catalogue)\n\
+             \nSession database:\n\
+             \x20 {}: not created yet (no session stored)\n\
              \nChecks (each provider's model list):\n\
              \x20 custom: OK, 2 models (fake-model, fake-model-large)\n\
              \nModel metadata: a snapshot of models.dev (MIT licence, © 2025 models.dev).\n",
-            model.base_url
+            model.base_url,
+            env.dir.path().join("data/tinycode.db").display()
         )
     );
 

@@ -593,6 +593,8 @@ pub struct Setup {
     pub targets: Vec<tinycode::llm::detect::Target>,
     /// Files of the project, written before the agent starts (relative path, text).
     pub files: Vec<(String, String)>,
+    /// Makes the agent's session database refuse writes while set.
+    pub store_fault: Option<tinycode::store::Fault>,
 }
 
 /// What an editor with a file system (Zed) declares.
@@ -628,7 +630,14 @@ impl Setup {
             env: Vec::new(),
             targets: Vec::new(),
             files: Vec::new(),
+            store_fault: None,
         }
+    }
+
+    /// The agent's session database refuses writes while `fault` is set.
+    pub fn store_fault(mut self, fault: tinycode::store::Fault) -> Self {
+        self.store_fault = Some(fault);
+        self
     }
 
     /// Write `text` to `rel` in the project before the agent starts (and before `trusted` trusts it).
@@ -743,11 +752,14 @@ impl Setup {
             trust.grant(&loaded.untrusted.expect("the project sets nothing that needs trust")).unwrap();
         }
         let registry = Arc::new(self.registry.unwrap_or_else(tinycode::builtin::registry));
-        let manager = with_clock(
+        let mut manager = with_clock(
             Manager::with_registry(sources.clone(), registry.clone())
                 .with_detector(tinycode::llm::detect::Detector::new(self.targets.clone())),
             &self.clock,
         );
+        if let Some(fault) = self.store_fault {
+            manager = manager.with_store_fault(fault);
+        }
         let bus = manager.bus().clone();
         let client = TestClient::start(manager).await;
         client.initialize(self.capabilities.clone()).await;

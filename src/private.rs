@@ -59,8 +59,9 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Close `path` to others when it belongs to the user: a folder gets 0700, a file 0600. Symbolic links, what
-/// belongs to someone else and shared folders (world-writable or sticky, such as `/tmp`) are left alone.
+/// Close `path` to others when it belongs to the user: a folder gets 0700, a file keeps only its owner's bits
+/// (0600 for what tinycode makes). Symbolic links, what belongs to someone else and shared folders
+/// (world-writable or sticky, such as `/tmp`) are left alone.
 pub fn tighten(path: &Path) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;
     let want = match meta.file_type() {

@@ -530,7 +530,10 @@ impl Trust {
     /// it. Another repository unpacked at the path, or a record from before trust named repositories, is not known.
     pub fn knows(&self, project: &Path) -> bool {
         lock(&self.trusted).iter().any(|(p, _)| p == project)
-            || self.entry(project).and_then(|e| e.repository).is_some_and(|r| r == binding::repository(project))
+            || self
+                .entry(project)
+                .and_then(|e| e.repository)
+                .is_some_and(|r| r == binding::repository(project))
     }
 
     /// Trust `project` (canonical), whose file sets nothing that needs trust, for this process and in the record.

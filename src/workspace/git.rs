@@ -318,7 +318,12 @@ mod tests {
 
     #[test]
     fn an_inert_command_switches_off_each_program_key_and_empties_every_named_driver() {
-        let command = inert_command(Path::new("/"), &["a=b".to_string()]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let command = inert_command(dir.path(), &["a=b".to_string()]).unwrap();
+        // git is found by the launcher (an absolute path outside the directory) and gets the launcher's PATH.
+        assert!(Path::new(command.get_program()).is_absolute(), "{:?}", command.get_program());
+        assert!(!Path::new(command.get_program()).starts_with(dir.path()));
+        assert!(command.get_envs().any(|(k, v)| k == "PATH" && v.is_some()));
         let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(args[0], "--no-pager");
         let settings: Vec<&str> = args[1..].chunks(2).map(|pair| pair[1].as_str()).collect();

@@ -277,7 +277,11 @@ fn started(
 ) -> (Store, Worker, mpsc::Receiver<Job>) {
     let (jobs, queue) = mpsc::channel::<Job>();
     let (health, watch) = tokio::sync::watch::channel(Health { sidelined, ..Health::default() });
-    (Store { jobs, path: path.to_path_buf(), health: watch }, Worker::new(conn, tuning, health), queue)
+    (
+        Store { jobs, path: path.to_path_buf(), health: watch },
+        Worker::new(conn, path.to_path_buf(), tuning, health),
+        queue,
+    )
 }
 
 impl Store {

@@ -178,6 +178,8 @@ pub(super) fn passing(error: &rusqlite::Error) -> bool {
 
 pub(super) struct Worker {
     conn: Connection,
+    /// The database file, to open again when SQLite opened it read-only.
+    path: PathBuf,
     held: Held,
     tuning: Tuning,
     health: tokio::sync::watch::Sender<Health>,
@@ -188,9 +190,14 @@ pub(super) struct Worker {
 }
 
 impl Worker {
-    pub fn new(conn: Connection, tuning: Tuning, health: tokio::sync::watch::Sender<Health>) -> Self {
+    pub fn new(
+        conn: Connection,
+        path: PathBuf,
+        tuning: Tuning,
+        health: tokio::sync::watch::Sender<Health>,
+    ) -> Self {
         let backoff = tuning.first_retry;
-        Self { conn, held: Held::default(), tuning, health, retry_at: None, backoff, read_only: false }
+        Self { conn, path, held: Held::default(), tuning, health, retry_at: None, backoff, read_only: false }
     }
 
     /// Run the queued jobs, in order, until every handle is gone; then try the held writes a last time.
@@ -271,6 +278,7 @@ impl Worker {
             self.retry_at = None;
             return;
         }
+        self.reopen_if_read_only();
         let _ = self.conn.busy_timeout(busy);
         let mut failure = None;
         while let Some(front) = self.held.0.front_mut() {
@@ -298,6 +306,24 @@ impl Worker {
             self.backoff = self.tuning.first_retry;
         }
         self.publish(failure);
+    }
+
+    /// A connection SQLite opened read-only (the file or its folder could not be written then) never takes a
+    /// write, even once the file can be written again: open the database anew, and keep the new connection only
+    /// when it may write. Not while the test seam makes the connection refuse writes.
+    fn reopen_if_read_only(&mut self) {
+        let main = rusqlite::MAIN_DB;
+        if self.read_only || !self.conn.is_readonly(main).unwrap_or(false) {
+            return;
+        }
+        match super::connect_once(&self.path, &self.tuning) {
+            Ok(conn) if conn.is_readonly(main).is_ok_and(|r| !r) => {
+                tracing::info!("the session database can be written again: opened anew");
+                self.conn = conn;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "the session database could not be opened anew"),
+        }
     }
 
     fn schedule(&mut self) {
@@ -329,7 +355,7 @@ mod tests {
     use crate::store::Store;
     use serde_json::json;
 
-    fn row(id: &str) -> SessionRow {
+    pub(super) fn row(id: &str) -> SessionRow {
         SessionRow {
             id: id.into(),
             cwd: "/p".into(),
@@ -465,6 +491,25 @@ mod tests {
         .collect();
         assert_eq!(passes, vec![true, true, true, true, true, false, false]);
     }
+
+    #[tokio::test]
+    async fn a_database_opened_read_only_is_opened_anew_once_it_can_be_written_and_takes_the_held_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        drop(Store::open(&path).unwrap());
+        // What SQLite does with a file it cannot write when it opens it: a read-only connection.
+        let conn = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        let (health, watch) = tokio::sync::watch::channel(Health::default());
+        let mut worker = Worker::new(conn, path.clone(), quick(None, 20), health);
+        worker.write(Write { what: "the new session", kind: Kind::Session(row("s")) });
+        assert_eq!(watch.borrow().held, 1, "a read-only connection refuses the write: it is held");
+        worker.retry();
+        let stored: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!((stored, watch.borrow().held), (1, 0));
+    }
 }
 
 /// What holding and retrying cost a write that goes straight in: `cargo test --lib store::worker::cost --
@@ -472,6 +517,7 @@ mod tests {
 /// through a plain channel, beside 386 µs for appending one message in its own transaction).
 #[cfg(test)]
 mod cost {
+    use super::tests::row;
     use super::*;
     use crate::store::Store;
     use serde_json::json;
@@ -510,7 +556,7 @@ mod cost {
         store.save_now().await;
         let worker = start.elapsed() / WRITES;
         let plain = plain_channel();
-        store.create_session(tests_row()).await.unwrap();
+        store.create_session(row("s")).await.unwrap();
         let messages = 2_000;
         let start = Instant::now();
         for i in 0..messages {
@@ -526,18 +572,5 @@ mod cost {
         println!("per write, no SQL: {worker:?} through the worker, {plain:?} through a plain channel");
         println!("per message appended (one transaction each): {message:?}");
         assert!(worker < plain + Duration::from_micros(5), "{worker:?} vs {plain:?}");
-    }
-
-    fn tests_row() -> SessionRow {
-        SessionRow {
-            id: "s".into(),
-            cwd: "/p".into(),
-            title: None,
-            mode: "build".into(),
-            model: None,
-            thought_level: None,
-            created_at: 1,
-            updated_at: 1,
-        }
     }
 }
